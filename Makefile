@@ -1,0 +1,38 @@
+# The two commands of README.md. Both install missing dependencies first (scripts/install-deps.sh).
+#   make demo   build, then run the main job (scripts/demo.sh)
+#   make check  build, then run every test through CTest
+BUILD ?= build
+JOBS  ?= $(shell nproc)
+
+.PHONY: all deps build demo check check-asan format clean bench
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)/raidkit
+
+check: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# Unit and integration tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+check-asan: deps
+	@cmake -S . -B $(BUILD)-asan -DCMAKE_BUILD_TYPE=Debug -DRAIDKIT_SANITIZE=ON >/dev/null
+	@cmake --build $(BUILD)-asan -j $(JOBS)
+	@cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+format:
+	@bash scripts/check-format.sh
+
+bench: build
+	@bash bench/nbd-vs-nbdkit.sh $(BUILD)/raidkit
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan

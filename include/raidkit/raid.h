@@ -1,0 +1,123 @@
+/* raidkit RAID engine: a device built from member devices by a RAID level's layout.
+ * One generic engine plus one small file per level (src/raid/), behind a per-level table. */
+#ifndef RAIDKIT_RAID_H
+#define RAIDKIT_RAID_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raidkit/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* RAID levels; the numbers are stored in the superblock (docs/FORMAT.md). */
+enum rk_level {
+    RK_LEVEL_LINEAR = -1,
+    RK_LEVEL_RAID0 = 0,
+    RK_LEVEL_RAID1 = 1,
+    RK_LEVEL_RAID5 = 5,
+    RK_LEVEL_RAID6 = 6,
+    RK_LEVEL_RAID10 = 10,
+};
+
+/* Default chunk size in bytes; chunks are powers of two >= RK_CHUNK_MIN. */
+#define RK_CHUNK_DEFAULT (64u * 1024u)
+#define RK_CHUNK_MIN     4096u
+#define RK_CHUNK_MAX     (64u * 1024u * 1024u)
+
+/*
+ * Array geometry, as stored in the superblocks. Pure data: mapping functions below use nothing
+ * else, so they can be tested against a reference.
+ */
+struct rk_raid_geom {
+    int level;                               /* enum rk_level */
+    uint32_t members;                        /* number of slots, 1..RK_MAX_MEMBERS */
+    uint32_t chunk;                          /* chunk size in bytes (power of two) */
+    uint64_t data_offset;                    /* bytes from member start to its data area */
+    uint64_t data_size[RK_MAX_MEMBERS];      /* usable data bytes of each slot (chunk multiple) */
+};
+
+/* Parse "linear", "0", "raid0", "1", "raid1", "10", "raid10", "5", "raid5", "6", "raid6".
+ * Returns 0 and *level, or -EINVAL. */
+int rk_level_parse(const char *s, int *level);
+/* "linear", "raid0", ... ; "unknown" for a bad value. */
+const char *rk_level_name(int level);
+/* Smallest member count the level accepts (linear 1, raid0 1, raid1 2, raid10 2, raid5 3,
+ * raid6 4), or -EINVAL for an unknown level. */
+int rk_level_min_members(int level);
+/* How many members may be missing while the array still holds all data (raid1: members-1,
+ * raid10: 1 guaranteed, raid5: 1, raid6: 2, linear/raid0: 0). */
+int rk_level_max_failed(int level, uint32_t members);
+
+/*
+ * Check a geometry for consistency (level known, member count in range for the level, chunk a
+ * power of two in [RK_CHUNK_MIN, RK_CHUNK_MAX], data sizes multiples of chunk and non-zero).
+ * Returns 0 or -EINVAL with a reason in err.
+ */
+int rk_raid_geom_check(const struct rk_raid_geom *g, char *err, size_t errlen);
+
+/* Array size in bytes for g, by the rules of docs/FORMAT.md "Array size" (unequal members
+ * included). 0 when g is invalid. */
+uint64_t rk_raid_array_size(const struct rk_raid_geom *g);
+
+/* One copy of array data on a member: slot and byte offset inside the slot's data area
+ * (add g->data_offset for the member device offset). */
+struct rk_raid_extent {
+    uint32_t slot;
+    uint64_t member_off;
+};
+
+/*
+ * Map the data byte at array offset off (< rk_raid_array_size) to its copies. Fills up to max
+ * extents (raid1: one per member, raid10: 2, others 1; parity is not included) and sets *run
+ * to the number of bytes from off that map contiguously to the same slots (to the end of the
+ * chunk or zone). Returns the number of copies, or -EINVAL when off is out of range.
+ */
+int rk_raid_map(const struct rk_raid_geom *g, uint64_t off, struct rk_raid_extent *copies,
+                int max, uint64_t *run);
+
+/* Slot states (also stored per slot in the superblock, docs/FORMAT.md). */
+enum rk_slot_state {
+    RK_SLOT_ACTIVE = 0,
+    RK_SLOT_FAILED = 1,
+    RK_SLOT_SPARE = 2,
+    RK_SLOT_REBUILDING = 3,
+    RK_SLOT_MISSING = 4, /* in-memory only: no device given at assembly */
+};
+
+/* Callbacks from the engine to the metadata layer. */
+struct rk_raid_events {
+    void *ctx;
+    /* Slot failed (a write error, or an unrecoverable read error): persist it — mark it failed
+     * in the other members' superblocks and raise the event counter. Called at most once per
+     * slot, from an I/O thread, outside engine locks; may block on I/O. */
+    void (*member_failed)(void *ctx, uint32_t slot, int error);
+};
+
+/*
+ * Build a RAID device over members (array of g->members device pointers; NULL = missing or
+ * failed slot). Member devices stay owned by the caller (close them after rk_dev_close of the
+ * raid device). The raid device's block size is the largest member block size; its size is
+ * rk_raid_array_size(g). Degraded start is the caller's decision: this fails with -ENODEV only
+ * when the missing slots leave data unreachable. ev may be NULL.
+ * Returns 0 and *out, -EINVAL (bad geometry, member too small), -ENODEV, -ENOMEM.
+ */
+int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
+                 const struct rk_raid_events *ev, struct rk_dev **out);
+
+/* Current state of slot (enum rk_slot_state) of a raid device; -EINVAL for a bad slot. */
+int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot);
+
+/* Mark slot failed (as if it had failed a write); the member_failed callback runs.
+ * Returns 0, -EINVAL (bad slot), -EBUSY (the array would lose data: refused). */
+int rk_raid_fail_slot(struct rk_dev *raid, uint32_t slot);
+
+/* Geometry of a raid device (constant). */
+const struct rk_raid_geom *rk_raid_geometry(struct rk_dev *raid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,83 @@
+/* raidkit volumes: create an array on member files, assemble it from its superblocks (members in
+ * any order), and close it cleanly. The on-disk format is docs/FORMAT.md. */
+#ifndef RAIDKIT_VOLUME_H
+#define RAIDKIT_VOLUME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raidkit/device.h"
+#include "raidkit/raid.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options of rk_volume_create. */
+struct rk_create_opts {
+    int level;          /* enum rk_level */
+    uint32_t chunk;     /* bytes; 0 = RK_CHUNK_DEFAULT */
+    const char *name;   /* array name (<= 31 bytes), NULL = "" */
+    uint64_t size;      /* >0: create missing member files / extend to this size first */
+    bool force;         /* overwrite members holding a raidkit superblock or a file system */
+};
+
+/*
+ * Create an array over the n member paths (slot i = paths[i]): validate every argument and
+ * every member first (exists or can be created with size, readable, writable, large enough,
+ * no existing superblock or file system unless force, no path given twice), and only then
+ * write the superblocks. Returns 0, or a negative errno with one line in err (errlen bytes)
+ * naming the problem and the member; nothing is written on error.
+ */
+int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
+                     size_t errlen);
+
+/* Options of rk_volume_open. */
+struct rk_open_opts {
+    bool degraded;   /* allow starting with members missing (within the level's redundancy) */
+    bool read_only;  /* open members read-only; the volume refuses writes */
+    bool force;      /* start dirty+degraded arrays anyway */
+    /* Fault injection (tests/debugging, the CLI's --debug-fault): spec i applies to the
+     * member given as paths[fault_member[i]]... by slot number. */
+    int nfaults;
+    uint32_t fault_slot[RK_MAX_MEMBERS];
+    const char *fault_spec[RK_MAX_MEMBERS]; /* rk_fault_apply_spec syntax */
+    uint32_t file_flags;                    /* extra RK_FILE_* flags for every member */
+};
+
+struct rk_volume;
+
+/*
+ * Assemble an array from member paths given in any order: read every superblock, check magic,
+ * version, checksum and bounds, group by array UUID (a member of another array is refused,
+ * naming the file and both UUIDs), drop stale members (lower event counter; named), place
+ * members by slot, check the level's redundancy (missing members need opts->degraded), mark the
+ * array dirty, and build the raid device. Returns 0 and *out, or -errno with one line in err.
+ */
+int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
+                   struct rk_volume **out, char *err, size_t errlen);
+
+/* The volume's top device (serve this). Owned by the volume. */
+struct rk_dev *rk_volume_dev(struct rk_volume *v);
+
+/* Flush every member, mark the array clean in every active member's superblock, close all.
+ * Returns 0 or the first -errno (the volume is freed either way). NULL is accepted. */
+int rk_volume_close(struct rk_volume *v);
+
+/* Describe the volume as JSON text (malloc'ed, caller frees): level, size, chunk, members with
+ * path and state, event counter, degraded flag. NULL on ENOMEM. */
+char *rk_volume_status_json(struct rk_volume *v);
+
+/*
+ * Read the superblocks of the given members (no assembly, read-only) and describe them.
+ * json: one JSON document; else human-readable text. Result malloc'ed (caller frees), NULL
+ * with err set when no member could be read at all. Unreadable/corrupt members are described
+ * with the reason, not fatal.
+ */
+char *rk_volume_info(const char *const *paths, int n, bool json, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,361 @@
+/* The device interface core: validating wrappers, I/O accounting, emulation of missing
+ * operations, completion batches, and the in-memory device used by tests and benchmarks. */
+#include "raidkit/device.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/mman.h>
+
+#include "core/util.h"
+
+struct rk_dev *rk_dev_alloc(const struct rk_dev_ops *ops, void *priv, const char *name)
+{
+    struct rk_dev *dev = calloc(1, sizeof(*dev));
+    if (!dev)
+        return NULL;
+    dev->ops = ops;
+    dev->priv = priv;
+    dev->block_size = 512;
+    dev->opt_io_size = 4096;
+    snprintf(dev->name, sizeof(dev->name), "%s", name ? name : "");
+    return dev;
+}
+
+void rk_dev_close(struct rk_dev *dev)
+{
+    if (!dev)
+        return;
+    if (dev->ops && dev->ops->close)
+        dev->ops->close(dev);
+    free(dev);
+}
+
+int rk_dev_check_range(const struct rk_dev *dev, enum rk_op op, uint64_t len, uint64_t off)
+{
+    if (op == RK_OP_FLUSH)
+        return 0;
+    uint64_t mask = dev->block_size - 1;
+    if ((off & mask) || (len & mask))
+        return -EINVAL;
+    if (off > dev->size || len > dev->size - off) {
+        if (op == RK_OP_WRITE || op == RK_OP_WRITE_ZEROES)
+            return -ENOSPC;
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int count(struct rk_dev *dev, int r)
+{
+    if (r < 0)
+        atomic_fetch_add_explicit(&dev->stats.errors, 1, memory_order_relaxed);
+    return r;
+}
+
+int rk_dev_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+    int r = rk_dev_check_range(dev, RK_OP_READ, len, off);
+    if (r || len == 0)
+        return r;
+    atomic_fetch_add_explicit(&dev->stats.reads, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev->stats.read_bytes, len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
+    r = dev->ops->read(dev, buf, len, off);
+    atomic_fetch_sub_explicit(&dev->inflight, 1, memory_order_relaxed);
+    return count(dev, r);
+}
+
+int rk_dev_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off, uint32_t flags)
+{
+    int r = rk_dev_check_range(dev, RK_OP_WRITE, len, off);
+    if (r)
+        return r;
+    if (len == 0)
+        return (flags & RK_WRITE_FUA) ? rk_dev_flush(dev) : 0;
+    if (!dev->ops->write)
+        return -EPERM;
+    atomic_fetch_add_explicit(&dev->stats.writes, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev->stats.write_bytes, len, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
+    r = dev->ops->write(dev, buf, len, off, flags);
+    atomic_fetch_sub_explicit(&dev->inflight, 1, memory_order_relaxed);
+    return count(dev, r);
+}
+
+int rk_dev_flush(struct rk_dev *dev)
+{
+    atomic_fetch_add_explicit(&dev->stats.flushes, 1, memory_order_relaxed);
+    if (!dev->ops->flush)
+        return 0;
+    return count(dev, dev->ops->flush(dev));
+}
+
+int rk_dev_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    int r = rk_dev_check_range(dev, RK_OP_DISCARD, len, off);
+    if (r || len == 0)
+        return r;
+    atomic_fetch_add_explicit(&dev->stats.discards, 1, memory_order_relaxed);
+    if (!dev->ops->discard)
+        return 0; /* advisory: keeping old data is allowed */
+    return count(dev, dev->ops->discard(dev, len, off));
+}
+
+/* A shared 1 MiB zero buffer for emulated write-zeroes (allocated once, never freed). */
+static void *zero_buf;
+static const size_t zero_buf_len = 1u << 20;
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
+
+static void zero_buf_init(void)
+{
+    zero_buf = rk_buf_alloc(zero_buf_len);
+    if (zero_buf)
+        memset(zero_buf, 0, zero_buf_len);
+}
+
+/* Write zeros with plain writes of the shared zero buffer. */
+static int emulate_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    pthread_once(&zero_once, zero_buf_init);
+    if (!zero_buf)
+        return -ENOMEM;
+    while (len) {
+        uint64_t n = len < zero_buf_len ? len : zero_buf_len;
+        int r = dev->ops->write(dev, zero_buf, n, off, 0);
+        if (r)
+            return r;
+        len -= n;
+        off += n;
+    }
+    return (flags & RK_WRITE_FUA) && dev->ops->flush ? dev->ops->flush(dev) : 0;
+}
+
+int rk_dev_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    int r = rk_dev_check_range(dev, RK_OP_WRITE_ZEROES, len, off);
+    if (r || len == 0)
+        return r;
+    if (!dev->ops->write)
+        return -EPERM;
+    atomic_fetch_add_explicit(&dev->stats.zeroes, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
+    if (dev->ops->write_zeroes)
+        r = dev->ops->write_zeroes(dev, len, off, flags);
+    else
+        r = emulate_write_zeroes(dev, len, off, flags);
+    atomic_fetch_sub_explicit(&dev->inflight, 1, memory_order_relaxed);
+    return count(dev, r);
+}
+
+/* ---- completion batches ---- */
+
+void rk_io_batch_init(struct rk_io_batch *b)
+{
+    pthread_mutex_init(&b->lock, NULL);
+    pthread_cond_init(&b->cond, NULL);
+    b->pending = 0;
+    b->errors = 0;
+}
+
+void rk_io_batch_destroy(struct rk_io_batch *b)
+{
+    pthread_mutex_destroy(&b->lock);
+    pthread_cond_destroy(&b->cond);
+}
+
+void rk_io_complete(struct rk_io *io, int result)
+{
+    struct rk_io_batch *b = io->batch;
+    io->result = result;
+    if (result)
+        atomic_fetch_add_explicit(&io->dev->stats.errors, 1, memory_order_relaxed);
+    if (io->op != RK_OP_FLUSH)
+        atomic_fetch_sub_explicit(&io->dev->inflight, 1, memory_order_relaxed);
+    pthread_mutex_lock(&b->lock);
+    if (result)
+        b->errors++;
+    if (--b->pending == 0)
+        pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+}
+
+static int run_sync(struct rk_io *io)
+{
+    struct rk_dev *dev = io->dev;
+    switch (io->op) {
+    case RK_OP_READ:
+        return dev->ops->read(dev, io->buf, io->len, io->off);
+    case RK_OP_WRITE:
+        return dev->ops->write ? dev->ops->write(dev, io->buf, io->len, io->off, io->flags)
+                               : -EPERM;
+    case RK_OP_FLUSH:
+        return dev->ops->flush ? dev->ops->flush(dev) : 0;
+    case RK_OP_DISCARD:
+        return dev->ops->discard ? dev->ops->discard(dev, io->len, io->off) : 0;
+    case RK_OP_WRITE_ZEROES:
+        if (!dev->ops->write)
+            return -EPERM;
+        return dev->ops->write_zeroes ? dev->ops->write_zeroes(dev, io->len, io->off, io->flags)
+                                      : emulate_write_zeroes(dev, io->len, io->off, io->flags);
+    }
+    return -EINVAL;
+}
+
+void rk_io_submit(struct rk_io_batch *b, struct rk_io *io)
+{
+    struct rk_dev *dev = io->dev;
+    io->batch = b;
+    io->result = 0;
+    io->member_done = 0;
+    pthread_mutex_lock(&b->lock);
+    b->pending++;
+    pthread_mutex_unlock(&b->lock);
+
+    int r = rk_dev_check_range(dev, io->op, io->len, io->off);
+    if (io->op != RK_OP_FLUSH)
+        atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
+    if (r) {
+        rk_io_complete(io, r);
+        return;
+    }
+    switch (io->op) {
+    case RK_OP_READ:
+        atomic_fetch_add_explicit(&dev->stats.reads, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&dev->stats.read_bytes, io->len, memory_order_relaxed);
+        break;
+    case RK_OP_WRITE:
+        atomic_fetch_add_explicit(&dev->stats.writes, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&dev->stats.write_bytes, io->len, memory_order_relaxed);
+        break;
+    case RK_OP_FLUSH:
+        atomic_fetch_add_explicit(&dev->stats.flushes, 1, memory_order_relaxed);
+        break;
+    case RK_OP_DISCARD:
+        atomic_fetch_add_explicit(&dev->stats.discards, 1, memory_order_relaxed);
+        break;
+    case RK_OP_WRITE_ZEROES:
+        atomic_fetch_add_explicit(&dev->stats.zeroes, 1, memory_order_relaxed);
+        break;
+    }
+    if ((io->len == 0 && io->op != RK_OP_FLUSH)) {
+        rk_io_complete(io, 0);
+        return;
+    }
+    if (dev->ops->submit)
+        dev->ops->submit(dev, io);
+    else
+        rk_io_complete(io, run_sync(io));
+}
+
+int rk_io_batch_wait(struct rk_io_batch *b)
+{
+    pthread_mutex_lock(&b->lock);
+    while (b->pending > 0)
+        pthread_cond_wait(&b->cond, &b->lock);
+    int e = b->errors;
+    b->errors = 0;
+    pthread_mutex_unlock(&b->lock);
+    return e;
+}
+
+void *rk_buf_alloc(size_t len)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, len ? len : 4096))
+        return NULL;
+    return p;
+}
+
+/* ---- in-memory device: an anonymous mapping, sparse until written ---- */
+
+struct mem_priv {
+    uint8_t *base;
+    uint64_t size;
+};
+
+static int mem_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+    struct mem_priv *m = dev->priv;
+    memcpy(buf, m->base + off, len);
+    return 0;
+}
+
+static int mem_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
+                     uint32_t flags)
+{
+    struct mem_priv *m = dev->priv;
+    memcpy(m->base + off, buf, len);
+    return 0;
+}
+
+/* Zero a range: whole pages go back to the kernel (read as zero), edges are memset. */
+static int mem_zero(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    struct mem_priv *m = dev->priv;
+    const uint64_t pg = 4096;
+    uint64_t start = (off + pg - 1) & ~(pg - 1), end = (off + len) & ~(pg - 1);
+    if (start >= end) {
+        memset(m->base + off, 0, len);
+        return 0;
+    }
+    memset(m->base + off, 0, start - off);
+    memset(m->base + end, 0, off + len - end);
+    madvise(m->base + start, end - start, MADV_DONTNEED);
+    return 0;
+}
+
+static int mem_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    return mem_zero(dev, len, off);
+}
+
+static int mem_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    return mem_zero(dev, len, off);
+}
+
+static void mem_close(struct rk_dev *dev)
+{
+    struct mem_priv *m = dev->priv;
+    if (m) {
+        munmap(m->base, m->size);
+        free(m);
+    }
+}
+
+static const struct rk_dev_ops mem_ops = {
+    .kind = "mem",
+    .read = mem_read,
+    .write = mem_write,
+    .discard = mem_discard,
+    .write_zeroes = mem_write_zeroes,
+    .close = mem_close,
+};
+
+int rk_mem_open(uint64_t size, uint32_t block_size, struct rk_dev **out)
+{
+    if ((block_size != 512 && block_size != 4096) || size == 0 || size % block_size)
+        return -EINVAL;
+    struct mem_priv *m = calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    m->base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m->base == MAP_FAILED) {
+        free(m);
+        return -ENOMEM;
+    }
+    m->size = size;
+    struct rk_dev *dev = rk_dev_alloc(&mem_ops, m, "mem");
+    if (!dev) {
+        munmap(m->base, size);
+        free(m);
+        return -ENOMEM;
+    }
+    dev->size = size;
+    dev->block_size = block_size;
+    *out = dev;
+    return 0;
+}
