@@ -98,12 +98,12 @@ struct rk_dev_stats {
  * rk_dev_close(). Fields other than stats and inflight are constant after open. */
 struct rk_dev {
     const struct rk_dev_ops *ops;
-    void *priv;             /* driver state */
-    uint64_t size;          /* bytes, a multiple of block_size */
-    uint32_t block_size;    /* logical block size in bytes: 512 or 4096 */
-    uint32_t opt_io_size;   /* preferred I/O size in bytes (chunk or stripe width), >= block */
-    bool direct;            /* member I/O bypasses the page cache (O_DIRECT) */
-    char name[256];         /* for messages: member path or "raid10" */
+    void *priv;               /* driver state */
+    uint64_t size;            /* bytes, a multiple of block_size */
+    uint32_t block_size;      /* logical block size in bytes: 512 or 4096 */
+    uint32_t opt_io_size;     /* preferred I/O size in bytes (chunk or stripe width), >= block */
+    bool direct;              /* member I/O bypasses the page cache (O_DIRECT) */
+    char name[256];           /* for messages: member path or "raid10" */
     _Atomic int64_t inflight; /* requests currently inside the device (least-busy choice) */
     struct rk_dev_stats stats;
 };

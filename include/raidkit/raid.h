@@ -32,11 +32,11 @@ enum rk_level {
  * else, so they can be tested against a reference.
  */
 struct rk_raid_geom {
-    int level;                               /* enum rk_level */
-    uint32_t members;                        /* number of slots, 1..RK_MAX_MEMBERS */
-    uint32_t chunk;                          /* chunk size in bytes (power of two) */
-    uint64_t data_offset;                    /* bytes from member start to its data area */
-    uint64_t data_size[RK_MAX_MEMBERS];      /* usable data bytes of each slot (chunk multiple) */
+    int level;                          /* enum rk_level */
+    uint32_t members;                   /* number of slots, 1..RK_MAX_MEMBERS */
+    uint32_t chunk;                     /* chunk size in bytes (power of two) */
+    uint64_t data_offset;               /* bytes from member start to its data area */
+    uint64_t data_size[RK_MAX_MEMBERS]; /* usable data bytes of each slot (chunk multiple) */
 };
 
 /* Parse "linear", "0", "raid0", "1", "raid1", "10", "raid10", "5", "raid5", "6", "raid6".
@@ -75,8 +75,8 @@ struct rk_raid_extent {
  * to the number of bytes from off that map contiguously to the same slots (to the end of the
  * chunk or zone). Returns the number of copies, or -EINVAL when off is out of range.
  */
-int rk_raid_map(const struct rk_raid_geom *g, uint64_t off, struct rk_raid_extent *copies,
-                int max, uint64_t *run);
+int rk_raid_map(const struct rk_raid_geom *g, uint64_t off, struct rk_raid_extent *copies, int max,
+                uint64_t *run);
 
 /* Slot states (also stored per slot in the superblock, docs/FORMAT.md). */
 enum rk_slot_state {

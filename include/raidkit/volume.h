@@ -16,11 +16,11 @@ extern "C" {
 
 /* Options of rk_volume_create. */
 struct rk_create_opts {
-    int level;          /* enum rk_level */
-    uint32_t chunk;     /* bytes; 0 = RK_CHUNK_DEFAULT */
-    const char *name;   /* array name (<= 31 bytes), NULL = "" */
-    uint64_t size;      /* >0: create missing member files / extend to this size first */
-    bool force;         /* overwrite members holding a raidkit superblock or a file system */
+    int level;        /* enum rk_level */
+    uint32_t chunk;   /* bytes; 0 = RK_CHUNK_DEFAULT */
+    const char *name; /* array name (<= 31 bytes), NULL = "" */
+    uint64_t size;    /* >0: create missing member files / extend to this size first */
+    bool force;       /* overwrite members holding a raidkit superblock or a file system */
 };
 
 /*
@@ -35,9 +35,9 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
 
 /* Options of rk_volume_open. */
 struct rk_open_opts {
-    bool degraded;   /* allow starting with members missing (within the level's redundancy) */
-    bool read_only;  /* open members read-only; the volume refuses writes */
-    bool force;      /* start dirty+degraded arrays anyway */
+    bool degraded;  /* allow starting with members missing (within the level's redundancy) */
+    bool read_only; /* open members read-only; the volume refuses writes */
+    bool force;     /* start dirty+degraded arrays anyway */
     /* Fault injection (tests/debugging, the CLI's --debug-fault): spec i applies to the
      * member given as paths[fault_member[i]]... by slot number. */
     int nfaults;

@@ -1,15 +1,56 @@
-/* raidkit command line: dispatch to subcommands (DESIGN §5). */
+/* raidkit command line: parses arguments with getopt_long and dispatches to the subcommands
+ * (DESIGN §5). Every mistake is one line on stderr and a non-zero exit; nothing is written first.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "raidkit/version.h"
+
+static const char main_usage[] =
+    "Usage: raidkit COMMAND [OPTIONS] [MEMBER...]\n"
+    "\n"
+    "raidkit builds software RAID volumes (linear, raid0, raid1, raid10) over member files or\n"
+    "block devices and serves them to NBD clients (nbdinfo, nbdcopy, fio, qemu-img, nbd-client).\n"
+    "\n"
+    "Commands:\n"
+    "  create   write superblocks and build a new array on MEMBER files\n"
+    "  info     show the superblocks and array state of MEMBER files\n"
+    "  serve    assemble the array from MEMBER files and serve it over NBD\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help      show this help (or `raidkit COMMAND --help` for a command)\n"
+    "  -V, --version   print the version\n"
+    "\n"
+    "Sizes take K, M, G, T suffixes (powers of 1024). Exit status: 0 success, 1 failure,\n"
+    "2 usage error. See docs/CLI.md and docs/FORMAT.md.\n";
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    if (argc < 2) {
+        fputs(main_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(main_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
         printf("raidkit %s\n", RK_VERSION_STRING);
         return 0;
     }
-    fprintf(stderr, "raidkit: not built yet\n");
+    /* Subcommands parse argv[1..]; getopt starts at index 1 of the shifted vector. */
+    if (!strcmp(cmd, "create"))
+        return cli_create(argc - 1, argv + 1);
+    if (!strcmp(cmd, "info"))
+        return cli_info(argc - 1, argv + 1);
+    if (!strcmp(cmd, "serve"))
+        return cli_serve(argc - 1, argv + 1);
+    fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
 }

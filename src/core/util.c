@@ -85,12 +85,32 @@ int rk_parse_size(const char *s, uint64_t *out)
     }
     unsigned shift = 0;
     switch (*s) {
-    case 'k': case 'K': shift = 10; s++; break;
-    case 'm': case 'M': shift = 20; s++; break;
-    case 'g': case 'G': shift = 30; s++; break;
-    case 't': case 'T': shift = 40; s++; break;
-    case 'b': case 'B': case '\0': break;
-    default: return -EINVAL;
+    case 'k':
+    case 'K':
+        shift = 10;
+        s++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        s++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        s++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        s++;
+        break;
+    case 'b':
+    case 'B':
+    case '\0':
+        break;
+    default:
+        return -EINVAL;
     }
     if (shift && (s[0] == 'i' || s[0] == 'I') && (s[1] == 'B' || s[1] == 'b'))
         s += 2;

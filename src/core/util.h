@@ -21,7 +21,8 @@ void rk_log(enum rk_log_level lvl, const char *fmt, ...) __attribute__((format(p
 void rk_log_set_level(enum rk_log_level max);
 
 /* snprintf into err (if non-NULL) — the one way errors travel up as text. */
-void rk_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void rk_set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Parse a size: decimal digits with optional suffix K, M, G, T (powers of 1024, optional "iB"
  * or "B"). "0" is allowed. Returns 0 and *out, or -EINVAL (empty, junk, overflow). */
