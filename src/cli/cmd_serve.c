@@ -142,7 +142,7 @@ int cli_serve(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     struct rk_dev *dev = rk_volume_dev(vol);
-    char desc[128], sz[32];
+    char desc[320], sz[32];
     snprintf(desc, sizeof(desc), "raidkit %s, %s", dev->name,
              rk_format_size(dev->size, sz, sizeof(sz)));
     no.description = desc;

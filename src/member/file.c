@@ -1,0 +1,551 @@
+/* The file member: a regular file or block device at the bottom of the stack, driven through
+ * io_uring (one ring and one reaper thread per member) with a pread/pwrite fallback. */
+#include "raidkit/member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/util.h"
+
+/*
+ * Request flow with io_uring:
+ *
+ *   submitter (rk_io_submit)              reaper thread (one per member)
+ *   file_start: lock, wait for a slot,    io_uring_wait_cqe, take a batch of CQEs,
+ *   prep SQE, io_uring_submit, unlock     lock: resubmit short/-EAGAIN I/O and the fdatasync
+ *                                         stage of FUA writes in the same slot, free the others;
+ *                                         unlock, then rk_io_complete the finished ones
+ *
+ * Synchronous operations (rk_dev_read...) use pread/pwrite in the caller's thread: see
+ * file_sync_io.
+ *
+ * Every SQE in the kernel holds one of FILE_RING_ENTRIES slots (file_priv.inflight). The CQ has
+ * twice as many entries as the SQ, so bounding the slots means the CQ can never overflow and
+ * submitters wait for a slot instead of ever seeing -EAGAIN/-EBUSY.
+ */
+#define FILE_RING_ENTRIES 256u
+/* io_uring read/write lengths are 32-bit; larger requests go in pieces like short I/O. */
+#define FILE_MAX_PIECE (1ull << 30)
+/* CQEs handled per reaper wake-up (bounded so the completion array lives on the stack). */
+#define FILE_REAP_BATCH 64u
+/* user_data of the NOP that stops the reaper; real requests are never NULL. */
+#define FILE_STOP_DATA 0ull
+/* Low bit of user_data: this CQE is the fdatasync stage of a FUA write (rk_io is aligned). */
+#define FILE_TAG_FSYNC 1ull
+
+struct file_priv {
+    int fd;         /* open with O_DIRECT when dev->direct */
+    bool read_only; /* opened O_RDONLY: writes, discards and zeroing fail with -EPERM */
+    bool is_blk;    /* block device: BLKDISCARD instead of punching holes */
+    bool use_uring; /* ring and reaper are running; else pread/pwrite in the caller's thread */
+    /* io_uring state. lock protects the SQ side of ring, inflight and waiters; it is a leaf
+     * lock (nothing else is taken while it is held) and is never held across a completion. */
+    struct io_uring ring;
+    pthread_mutex_t lock;
+    pthread_cond_t space; /* signalled when slots are freed and someone waits */
+    unsigned inflight;    /* SQEs in the kernel, <= FILE_RING_ENTRIES */
+    unsigned waiters;     /* submitters waiting on space */
+    pthread_t reaper;
+};
+
+/* ---- the pread/pwrite path (also used for zero-filling) ---- */
+
+/* Transfer len bytes at off, looping over short transfers, EINTR and EAGAIN. */
+static int file_pio(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off)
+{
+    uint64_t done = 0;
+    while (done < len) {
+        uint64_t n = len - done < FILE_MAX_PIECE ? len - done : FILE_MAX_PIECE;
+        ssize_t r = write ? pwrite(p->fd, (char *)buf + done, n, (off_t)(off + done))
+                          : pread(p->fd, (char *)buf + done, n, (off_t)(off + done));
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            return -errno;
+        }
+        if (r == 0) /* members are sized at create: hitting EOF means the file shrank */
+            return -EIO;
+        done += (uint64_t)r;
+    }
+    return 0;
+}
+
+static int file_datasync(struct file_priv *p)
+{
+    while (fdatasync(p->fd) < 0) {
+        if (errno != EINTR)
+            return -errno;
+    }
+    return 0;
+}
+
+/* ---- io_uring submission (caller holds p->lock) ---- */
+
+/* Hand every prepared SQE to the kernel. Transient failures are retried: the reaper does not
+ * need the lock to drain the CQ, so progress is guaranteed. */
+static void file_push_locked(struct file_priv *p)
+{
+    unsigned spins = 0;
+    while (io_uring_sq_ready(&p->ring) > 0) {
+        int r = io_uring_submit(&p->ring);
+        if (r > 0)
+            continue;
+        if (r < 0 && r != -EINTR && r != -EAGAIN && r != -EBUSY && ++spins % 1000 == 1)
+            rk_err("io_uring_submit: %s (retrying)", strerror(-r));
+        usleep(50); /* the kernel is short of memory or the CQ is being drained */
+    }
+}
+
+/* Prepare the next SQE of io: the rest of its data transfer, its FUA fdatasync, or a flush.
+ * The caller has reserved a slot for it. */
+static void file_prep_locked(struct file_priv *p, struct rk_io *io, uint64_t tag)
+{
+    struct io_uring_sqe *sqe;
+    while (!(sqe = io_uring_get_sqe(&p->ring)))
+        file_push_locked(p);
+    if (tag == FILE_TAG_FSYNC || io->op == RK_OP_FLUSH) {
+        io_uring_prep_fsync(sqe, p->fd, IORING_FSYNC_DATASYNC);
+    } else {
+        uint64_t rest = io->len - io->member_done;
+        unsigned n = (unsigned)(rest < FILE_MAX_PIECE ? rest : FILE_MAX_PIECE);
+        char *buf = (char *)io->buf + io->member_done;
+        if (io->op == RK_OP_READ)
+            io_uring_prep_read(sqe, p->fd, buf, n, io->off + io->member_done);
+        else
+            io_uring_prep_write(sqe, p->fd, buf, n, io->off + io->member_done);
+    }
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)io | tag);
+}
+
+/* Start io on the ring, waiting for a free slot when FILE_RING_ENTRIES are in flight. */
+static void file_start(struct file_priv *p, struct rk_io *io)
+{
+    pthread_mutex_lock(&p->lock);
+    while (p->inflight >= FILE_RING_ENTRIES) {
+        p->waiters++;
+        pthread_cond_wait(&p->space, &p->lock);
+        p->waiters--;
+    }
+    p->inflight++;
+    file_prep_locked(p, io, 0);
+    file_push_locked(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Decide what a CQE means for io. Returns true when io is finished (*result set); false when
+ * *tag holds the stage to resubmit in the same slot. */
+static bool file_step(struct rk_io *io, uint64_t *tag, int res, int *result)
+{
+    if (res == -EAGAIN || res == -EINTR)
+        return false; /* same stage again */
+    if (*tag == FILE_TAG_FSYNC || io->op == RK_OP_FLUSH) {
+        *result = res < 0 ? res : 0;
+        return true;
+    }
+    if (res <= 0) {
+        *result = res < 0 ? res : -EIO; /* 0 bytes: the member shrank under us */
+        return true;
+    }
+    io->member_done += (uint64_t)res;
+    if (io->member_done < io->len)
+        return false;
+    if (io->op == RK_OP_WRITE && (io->flags & RK_WRITE_FUA)) {
+        *tag = FILE_TAG_FSYNC;
+        return false;
+    }
+    *result = 0;
+    return true;
+}
+
+static void *file_reaper(void *arg)
+{
+    struct file_priv *p = arg;
+    struct {
+        struct rk_io *io;
+        int result;
+    } done[FILE_REAP_BATCH];
+    uint64_t data[FILE_REAP_BATCH];
+    int res[FILE_REAP_BATCH];
+    bool stop = false;
+
+    while (!stop) {
+        struct io_uring_cqe *cqe;
+        int r = io_uring_wait_cqe(&p->ring, &cqe);
+        if (r < 0) {
+            if (r != -EINTR && r != -EAGAIN) {
+                rk_err("io_uring_wait_cqe: %s", strerror(-r));
+                usleep(1000);
+            }
+            continue;
+        }
+        unsigned n = 0, head;
+        io_uring_for_each_cqe(&p->ring, head, cqe)
+        {
+            data[n] = io_uring_cqe_get_data64(cqe);
+            res[n] = cqe->res;
+            if (++n == FILE_REAP_BATCH)
+                break;
+        }
+        io_uring_cq_advance(&p->ring, n);
+
+        unsigned ndone = 0, freed = 0;
+        pthread_mutex_lock(&p->lock);
+        for (unsigned i = 0; i < n; i++) {
+            if (data[i] == FILE_STOP_DATA) {
+                stop = true;
+                freed++;
+                continue;
+            }
+            struct rk_io *io = (struct rk_io *)(uintptr_t)(data[i] & ~FILE_TAG_FSYNC);
+            uint64_t tag = data[i] & FILE_TAG_FSYNC;
+            int result = 0;
+            if (file_step(io, &tag, res[i], &result)) {
+                done[ndone].io = io;
+                done[ndone++].result = result;
+                freed++;
+            } else {
+                file_prep_locked(p, io, tag);
+            }
+        }
+        p->inflight -= freed;
+        if (freed && p->waiters)
+            pthread_cond_broadcast(&p->space);
+        file_push_locked(p);
+        pthread_mutex_unlock(&p->lock);
+
+        for (unsigned i = 0; i < ndone; i++)
+            rk_io_complete(done[i].io, done[i].result);
+    }
+    return NULL;
+}
+
+/*
+ * Run one request synchronously with plain system calls in the caller's thread, whatever the
+ * engine: the caller blocks anyway, and a hand-off to the reaper costs two context switches
+ * (measured: ~40% fewer 4K O_DIRECT IOPS through the ring for synchronous callers).
+ */
+static int file_sync_io(struct rk_dev *dev, enum rk_op op, void *buf, uint64_t len, uint64_t off,
+                        uint32_t flags)
+{
+    struct file_priv *p = dev->priv;
+    if (op == RK_OP_FLUSH)
+        return file_datasync(p);
+    int r = file_pio(p, op == RK_OP_WRITE, buf, len, off);
+    if (r == 0 && op == RK_OP_WRITE && (flags & RK_WRITE_FUA))
+        r = file_datasync(p);
+    return r;
+}
+
+/* ---- operations ---- */
+
+static int file_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+    return file_sync_io(dev, RK_OP_READ, buf, len, off, 0);
+}
+
+static int file_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
+                      uint32_t flags)
+{
+    struct file_priv *p = dev->priv;
+    if (p->read_only)
+        return -EPERM;
+    return file_sync_io(dev, RK_OP_WRITE, (void *)buf, len, off, flags);
+}
+
+static int file_flush(struct rk_dev *dev)
+{
+    return file_sync_io(dev, RK_OP_FLUSH, NULL, 0, 0, 0);
+}
+
+static int file_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    struct file_priv *p = dev->priv;
+    int r;
+    if (p->read_only)
+        return -EPERM;
+    if (p->is_blk) {
+        uint64_t range[2] = {off, len};
+        r = ioctl(p->fd, BLKDISCARD, range);
+    } else {
+        r = fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+    }
+    if (r == 0)
+        return 0;
+    r = -errno;
+    /* Discard is advisory: a member that cannot do it keeps its old data. */
+    if (r == -EOPNOTSUPP || r == -ENOTTY || r == -ENOSYS)
+        return 0;
+    return r;
+}
+
+/* A shared zero buffer for members whose file system cannot zero a range (never freed). */
+static void *file_zero_buf;
+static const uint64_t file_zero_len = 1u << 20;
+static pthread_once_t file_zero_once = PTHREAD_ONCE_INIT;
+
+static void file_zero_init(void)
+{
+    file_zero_buf = rk_buf_alloc(file_zero_len);
+    if (file_zero_buf)
+        memset(file_zero_buf, 0, file_zero_len);
+}
+
+static int file_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    struct file_priv *p = dev->priv;
+    int r = -EOPNOTSUPP;
+    if (p->read_only)
+        return -EPERM;
+    /* Punching a hole both zeroes and frees space; ZERO_RANGE keeps the blocks allocated. */
+    if (!(flags & RK_ZERO_NO_HOLE) &&
+        fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+        r = 0;
+    if (r &&
+        fallocate(p->fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+        r = 0;
+    if (r) {
+        pthread_once(&file_zero_once, file_zero_init);
+        if (!file_zero_buf)
+            return -ENOMEM;
+        for (uint64_t done = 0; done < len;) {
+            uint64_t n = len - done < file_zero_len ? len - done : file_zero_len;
+            r = file_pio(p, true, file_zero_buf, n, off + done);
+            if (r)
+                return r;
+            done += n;
+        }
+    }
+    if (flags & RK_WRITE_FUA)
+        r = file_datasync(p);
+    return r;
+}
+
+/* Asynchronous start: data and flushes go through the ring; the rare discard and zeroing
+ * requests run in the submitter's thread. */
+static void file_submit(struct rk_dev *dev, struct rk_io *io)
+{
+    struct file_priv *p = dev->priv;
+    io->member_done = 0;
+    switch (io->op) {
+    case RK_OP_WRITE:
+        if (p->read_only) {
+            rk_io_complete(io, -EPERM);
+            return;
+        }
+        break;
+    case RK_OP_DISCARD:
+        rk_io_complete(io, file_discard(dev, io->len, io->off));
+        return;
+    case RK_OP_WRITE_ZEROES:
+        rk_io_complete(io, file_write_zeroes(dev, io->len, io->off, io->flags));
+        return;
+    default:
+        break;
+    }
+    file_start(p, io);
+}
+
+/* Stop the reaper with a NOP carrying FILE_STOP_DATA; no request may be in flight. */
+static void file_stop_uring(struct file_priv *p)
+{
+    pthread_mutex_lock(&p->lock);
+    struct io_uring_sqe *sqe;
+    while (!(sqe = io_uring_get_sqe(&p->ring)))
+        file_push_locked(p);
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_data64(sqe, FILE_STOP_DATA);
+    p->inflight++;
+    file_push_locked(p);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->reaper, NULL);
+    io_uring_queue_exit(&p->ring);
+    p->use_uring = false;
+}
+
+static void file_close(struct rk_dev *dev)
+{
+    struct file_priv *p = dev->priv;
+    if (!p)
+        return;
+    if (p->use_uring)
+        file_stop_uring(p);
+    if (p->fd >= 0)
+        close(p->fd);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->space);
+    free(p);
+}
+
+static const struct rk_dev_ops file_uring_ops = {
+    .kind = "file",
+    .read = file_read,
+    .write = file_write,
+    .flush = file_flush,
+    .discard = file_discard,
+    .write_zeroes = file_write_zeroes,
+    .submit = file_submit,
+    .close = file_close,
+};
+
+/* Without a ring, the core runs rk_io_submit requests synchronously in the caller's thread. */
+static const struct rk_dev_ops file_pread_ops = {
+    .kind = "file",
+    .read = file_read,
+    .write = file_write,
+    .flush = file_flush,
+    .discard = file_discard,
+    .write_zeroes = file_write_zeroes,
+    .close = file_close,
+};
+
+/* ---- open ---- */
+
+static bool file_uring_wanted(uint32_t flags)
+{
+    const char *env = getenv("RAIDKIT_NO_URING");
+    if (flags & RK_FILE_NO_URING)
+        return false;
+    return !(env && *env && strcmp(env, "0") != 0);
+}
+
+/* Set up the ring and its reaper; false (with everything undone) when the kernel lacks
+ * io_uring or one of the opcodes we use. */
+static bool file_start_uring(struct file_priv *p)
+{
+    if (io_uring_queue_init(FILE_RING_ENTRIES, &p->ring, 0) < 0)
+        return false;
+    struct io_uring_probe *probe = io_uring_get_probe_ring(&p->ring);
+    bool ok = probe && io_uring_opcode_supported(probe, IORING_OP_READ) &&
+              io_uring_opcode_supported(probe, IORING_OP_WRITE) &&
+              io_uring_opcode_supported(probe, IORING_OP_FSYNC) &&
+              io_uring_opcode_supported(probe, IORING_OP_NOP);
+    if (probe)
+        io_uring_free_probe(probe);
+    if (ok) {
+        /* The reaper must not take signals meant for the server's main thread. */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        ok = pthread_create(&p->reaper, NULL, file_reaper, p) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (!ok)
+        io_uring_queue_exit(&p->ring);
+    return ok;
+}
+
+/* Open with O_DIRECT and find the smallest alignment it accepts; -1 when it does not work. */
+static int file_open_direct(const char *path, int mode, uint32_t *block_size)
+{
+    int fd = open(path, mode | O_DIRECT | O_CLOEXEC);
+    if (fd < 0)
+        return -1; /* tmpfs: EINVAL; real errors show again on the buffered open */
+    void *buf = rk_buf_alloc(4096);
+    if (buf && pread(fd, buf, 512, 0) >= 0) {
+        *block_size = 512;
+    } else if (buf && errno == EINVAL && pread(fd, buf, 4096, 0) >= 0) {
+        *block_size = 4096;
+    } else {
+        close(fd);
+        fd = -1;
+    }
+    free(buf);
+    return fd;
+}
+
+int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
+{
+    int mode = (flags & RK_FILE_READ_ONLY) ? O_RDONLY : O_RDWR;
+    uint32_t block_size = 512;
+    struct file_priv *p = NULL;
+    struct rk_dev *dev = NULL;
+    struct stat st;
+    uint64_t size;
+    int fd = -1, r = 0;
+
+    if (!path || !out)
+        return -EINVAL;
+    *out = NULL;
+    if (!(flags & RK_FILE_BUFFERED))
+        fd = file_open_direct(path, mode, &block_size);
+    bool direct = fd >= 0;
+    if (!direct) {
+        block_size = 512;
+        fd = open(path, mode | O_CLOEXEC);
+        if (fd < 0) {
+            r = -errno;
+            goto out;
+        }
+    }
+    if (fstat(fd, &st) < 0) {
+        r = -errno;
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        r = -EISDIR;
+        goto out;
+    }
+    if (S_ISBLK(st.st_mode)) {
+        if (ioctl(fd, BLKGETSIZE64, &size) < 0) {
+            r = -errno;
+            goto out;
+        }
+    } else if (S_ISREG(st.st_mode)) {
+        size = (uint64_t)st.st_size;
+    } else {
+        r = -EINVAL;
+        goto out;
+    }
+
+    p = calloc(1, sizeof(*p));
+    if (!p) {
+        r = -ENOMEM;
+        goto out;
+    }
+    p->fd = fd;
+    p->read_only = flags & RK_FILE_READ_ONLY;
+    p->is_blk = S_ISBLK(st.st_mode);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->space, NULL);
+    p->use_uring = file_uring_wanted(flags) && file_start_uring(p);
+
+    dev = rk_dev_alloc(p->use_uring ? &file_uring_ops : &file_pread_ops, p, path);
+    if (!dev) {
+        r = -ENOMEM;
+        goto out;
+    }
+    dev->size = size - size % block_size;
+    dev->block_size = block_size;
+    dev->direct = direct;
+    rk_debug("member %s: %s, %s, block %u, engine %s", path, direct ? "O_DIRECT" : "buffered",
+             p->read_only ? "read-only" : "read-write", block_size,
+             p->use_uring ? "io_uring" : "pread");
+    *out = dev;
+    return 0;
+out:
+    if (p) {
+        struct rk_dev tmp = {.priv = p};
+        file_close(&tmp); /* also closes fd */
+    } else if (fd >= 0) {
+        close(fd);
+    }
+    return r;
+}
+
+const char *rk_file_engine(const struct rk_dev *dev)
+{
+    if (!dev || (dev->ops != &file_uring_ops && dev->ops != &file_pread_ops))
+        return "none";
+    const struct file_priv *p = dev->priv;
+    return p->use_uring ? "io_uring" : "pread";
+}

@@ -1,0 +1,361 @@
+/* rk_volume_create: validate every argument and every member (existence, access, size,
+ * signatures, duplicates) first, then create/extend the files and write fresh superblocks. */
+#include "raidkit/volume.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/util.h"
+#include "meta/meta_int.h"
+
+/* Bytes read from each existing member to look for signatures (btrfs sits at 64 KiB + 64). */
+#define CREATE_PROBE_LEN (128u * 1024u)
+
+/* What validation learnt about one member; the write phase uses nothing else. */
+struct create_member {
+    const char *path;
+    bool exists;
+    bool blockdev;
+    struct stat st;
+    uint64_t cur_size; /* current size (0 when it does not exist) */
+    uint64_t size;     /* size after create/extend */
+    char canon[PATH_MAX + NAME_MAX +
+               2]; /* resolved directory + name of a member still to be created */
+};
+
+/* Name of the signature found in the first bytes of a member, or NULL. */
+static const char *create_signature(const uint8_t *buf, size_t len)
+{
+    if (len >= RK_SB_SIZE && rk_sb_has_magic(buf))
+        return "a raidkit superblock";
+    if (len >= 6 && memcmp(buf, "LUKS\xba\xbe", 6) == 0)
+        return "a LUKS header";
+    if (len >= 4 && memcmp(buf, "XFSB", 4) == 0)
+        return "an XFS file system";
+    if (len >= 65600 + 8 && memcmp(buf + 65600, "_BHRfS_M", 8) == 0)
+        return "a btrfs file system";
+    if (len >= 1082 && rk_get_le16(buf + 1080) == 0xEF53)
+        return "an ext2/3/4 file system";
+    if (len >= 512 && buf[510] == 0x55 && buf[511] == 0xAA)
+        return "a partition table or boot sector (0x55AA at 510)";
+    return NULL;
+}
+
+/* Validate one member: fills c, or returns -errno with err. Touches nothing. */
+static int create_check_member(struct create_member *c, const struct rk_create_opts *o,
+                               uint32_t chunk, char *err, size_t errlen)
+{
+    int fd = -1, r = 0;
+    uint8_t *probe = NULL;
+
+    if (stat(c->path, &c->st) < 0) {
+        r = -errno;
+        if (r != -ENOENT) {
+            rk_set_err(err, errlen, "member %s: cannot access: %s", c->path, strerror(-r));
+            goto out;
+        }
+        if (o->size == 0) {
+            rk_set_err(err, errlen, "member %s does not exist (give a size to create it)", c->path);
+            goto out;
+        }
+        /* It will be created: its directory must let us. */
+        char *copy = strdup(c->path);
+        if (!copy) {
+            r = -ENOMEM;
+            rk_set_err(err, errlen, "out of memory");
+            goto out;
+        }
+        const char *dir = dirname(copy);
+        char real[PATH_MAX];
+        if (access(dir, W_OK | X_OK) < 0 || !realpath(dir, real)) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s cannot be created in %s: %s", c->path, dir,
+                       strerror(-r));
+            free(copy);
+            goto out;
+        }
+        free(copy);
+        /* Two spellings of one new file ("x", "./x") must count as the same member. */
+        copy = strdup(c->path);
+        if (!copy) {
+            r = -ENOMEM;
+            rk_set_err(err, errlen, "out of memory");
+            goto out;
+        }
+        snprintf(c->canon, sizeof(c->canon), "%s/%s", real, basename(copy));
+        free(copy);
+        c->exists = false;
+        c->size = o->size;
+        r = 0;
+    } else {
+        c->exists = true;
+        if (S_ISDIR(c->st.st_mode)) {
+            r = -EISDIR;
+            rk_set_err(err, errlen, "member %s is a directory", c->path);
+            goto out;
+        }
+        c->blockdev = S_ISBLK(c->st.st_mode);
+        if (!c->blockdev && !S_ISREG(c->st.st_mode)) {
+            r = -EINVAL;
+            rk_set_err(err, errlen, "member %s is not a regular file or block device", c->path);
+            goto out;
+        }
+        fd = open(c->path, O_RDWR | O_CLOEXEC);
+        if (fd < 0) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s is not readable and writable: %s", c->path,
+                       strerror(-r));
+            goto out;
+        }
+        if (c->blockdev) {
+            if (ioctl(fd, BLKGETSIZE64, &c->cur_size) < 0) {
+                r = -errno;
+                rk_set_err(err, errlen, "member %s: cannot get the device size: %s", c->path,
+                           strerror(-r));
+                goto out;
+            }
+            c->size = c->cur_size;
+        } else {
+            c->cur_size = (uint64_t)c->st.st_size;
+            c->size = c->cur_size > o->size ? c->cur_size : o->size;
+        }
+        probe = calloc(1, CREATE_PROBE_LEN);
+        if (!probe) {
+            r = -ENOMEM;
+            rk_set_err(err, errlen, "out of memory");
+            goto out;
+        }
+        ssize_t got = pread(fd, probe, CREATE_PROBE_LEN, 0);
+        if (got < 0) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s is not readable: %s", c->path, strerror(-r));
+            goto out;
+        }
+        const char *sig = create_signature(probe, (size_t)got);
+        if (sig && !o->force) {
+            r = -EEXIST;
+            rk_set_err(err, errlen, "member %s already holds %s; use --force to overwrite it",
+                       c->path, sig);
+            goto out;
+        }
+    }
+    uint64_t need = (uint64_t)RK_SB_DATA_OFFSET + chunk;
+    if (c->size < need) {
+        r = -ENOSPC;
+        rk_set_err(err, errlen,
+                   "member %s is too small: %" PRIu64 " bytes, needs at least %" PRIu64
+                   " (1 MiB superblock area + one %" PRIu32 "-byte chunk)",
+                   c->path, c->size, need, chunk);
+        goto out;
+    }
+out:
+    free(probe);
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+static int create_random_uuid(uint8_t *u, char *err, size_t errlen)
+{
+    size_t got = 0;
+    while (got < RK_UUID_LEN) {
+        ssize_t r = getrandom(u + got, RK_UUID_LEN - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = -errno;
+            rk_set_err(err, errlen, "getrandom failed: %s", strerror(-e));
+            return e;
+        }
+        got += (size_t)r;
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* RFC 4122 version 4 (random) */
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    return 0;
+}
+
+/* Write everything to one validated member: size, zeroed metadata area, superblock, fsync. */
+static int create_write_member(const struct create_member *c, const struct rk_sb *sb, char *err,
+                               size_t errlen)
+{
+    int r = 0;
+    uint8_t *zero = NULL;
+    int fd = open(c->path, O_RDWR | O_CLOEXEC | (c->exists ? 0 : O_CREAT | O_EXCL), 0644);
+    if (fd < 0) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s: cannot open for writing: %s", c->path, strerror(-r));
+        goto out;
+    }
+    if (!c->blockdev && c->size > c->cur_size && ftruncate(fd, (off_t)c->size) < 0) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s: cannot extend to %" PRIu64 " bytes: %s", c->path,
+                   c->size, strerror(-r));
+        goto out;
+    }
+    /* Old signatures (file systems, an earlier array) must not survive in the metadata area;
+     * a new or extended part of a file is already zero. */
+    if (c->cur_size > RK_SB_SIZE) {
+        uint64_t end = c->cur_size < sb->data_offset ? c->cur_size : sb->data_offset;
+        zero = calloc(1, (size_t)(end - RK_SB_SIZE));
+        if (!zero) {
+            r = -ENOMEM;
+            rk_set_err(err, errlen, "out of memory");
+            goto out;
+        }
+        if (pwrite(fd, zero, (size_t)(end - RK_SB_SIZE), RK_SB_SIZE) !=
+            (ssize_t)(end - RK_SB_SIZE)) {
+            r = errno ? -errno : -EIO;
+            rk_set_err(err, errlen, "member %s: cannot clear the metadata area: %s", c->path,
+                       strerror(-r));
+            goto out;
+        }
+    }
+    uint8_t buf[RK_SB_SIZE];
+    rk_sb_encode(sb, buf);
+    if (pwrite(fd, buf, sizeof(buf), 0) != (ssize_t)sizeof(buf)) {
+        r = errno ? -errno : -EIO;
+        rk_set_err(err, errlen, "member %s: cannot write the superblock: %s", c->path,
+                   strerror(-r));
+        goto out;
+    }
+    if (fsync(fd) < 0) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s: fsync failed: %s", c->path, strerror(-r));
+        goto out;
+    }
+out:
+    free(zero);
+    if (fd >= 0)
+        close(fd);
+    return r;
+}
+
+int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
+                     size_t errlen)
+{
+    struct create_member *cm = NULL;
+    struct rk_sb *sb = NULL;
+    int r;
+
+    if (!o) {
+        rk_set_err(err, errlen, "no create options");
+        return -EINVAL;
+    }
+    int minm = rk_level_min_members(o->level);
+    if (minm < 0) {
+        rk_set_err(err, errlen, "unknown RAID level %d", o->level);
+        return -EINVAL;
+    }
+    if (!paths || n < minm || n > RK_MAX_MEMBERS) {
+        rk_set_err(err, errlen, "%s needs %d..%d members, got %d", rk_level_name(o->level), minm,
+                   RK_MAX_MEMBERS, n);
+        return -EINVAL;
+    }
+    uint32_t chunk = o->chunk ? o->chunk : RK_CHUNK_DEFAULT;
+    if (chunk < RK_CHUNK_MIN || chunk > RK_CHUNK_MAX || (chunk & (chunk - 1))) {
+        rk_set_err(err, errlen, "chunk size %" PRIu32 " is not a power of two in [4K, 64M]", chunk);
+        return -EINVAL;
+    }
+    const char *name = o->name ? o->name : "";
+    if (strlen(name) >= RK_SB_NAME_LEN) {
+        rk_set_err(err, errlen, "array name '%s' is longer than %u bytes", name,
+                   RK_SB_NAME_LEN - 1);
+        return -EINVAL;
+    }
+    cm = calloc((size_t)n, sizeof(*cm));
+    sb = calloc(1, sizeof(*sb));
+    if (!cm || !sb) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        cm[i].path = paths[i];
+        if (!paths[i] || !paths[i][0]) {
+            r = -EINVAL;
+            rk_set_err(err, errlen, "member %d: empty path", i);
+            goto out;
+        }
+        r = create_check_member(&cm[i], o, chunk, err, errlen);
+        if (r)
+            goto out;
+        for (int j = 0; j < i; j++) {
+            bool same = strcmp(cm[i].path, cm[j].path) == 0 ||
+                        (!cm[i].exists && !cm[j].exists && !strcmp(cm[i].canon, cm[j].canon)) ||
+                        (cm[i].exists && cm[j].exists && cm[i].st.st_dev == cm[j].st.st_dev &&
+                         cm[i].st.st_ino == cm[j].st.st_ino);
+            if (same) {
+                r = -EINVAL;
+                rk_set_err(err, errlen, "member %s is given twice (as member %d and %d)",
+                           cm[i].path, j, i);
+                goto out;
+            }
+        }
+    }
+
+    /* The superblock of slot 0; the others differ only in the per-member fields. */
+    sb->version = RK_SB_VERSION;
+    sb->level = o->level;
+    sb->layout = 0;
+    sb->chunk = chunk;
+    sb->members = (uint32_t)n;
+    sb->data_offset = RK_SB_DATA_OFFSET;
+    sb->events = 1;
+    sb->dirty = RK_SB_CLEAN;
+    sb->ctime = sb->utime = (uint64_t)time(NULL);
+    memcpy(sb->name, name, strlen(name));
+    r = create_random_uuid(sb->array_uuid, err, errlen);
+    if (r)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        sb->slots[i].state = RK_SLOT_ACTIVE;
+        sb->slots[i].data_size = (cm[i].size - RK_SB_DATA_OFFSET) / chunk * chunk;
+        r = create_random_uuid(sb->slots[i].uuid, err, errlen);
+        if (r)
+            goto out;
+    }
+    struct rk_raid_geom g;
+    rk_sb_geom(sb, &g);
+    char gerr[200] = "";
+    if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {
+        r = -EINVAL;
+        rk_set_err(err, errlen, "invalid geometry: %s", gerr);
+        goto out;
+    }
+    sb->array_size = rk_raid_array_size(&g);
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
+        char cerr[200] = "";
+        if (rk_sb_check(sb, cerr, sizeof(cerr)) != 0) {
+            r = -EINVAL;
+            rk_set_err(err, errlen, "member %s: internal error, superblock invalid: %s", cm[i].path,
+                       cerr);
+            goto out;
+        }
+    }
+
+    /* Everything is validated: from here on members are written. */
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
+        r = create_write_member(&cm[i], sb, err, errlen);
+        if (r)
+            goto out;
+    }
+    r = 0;
+out:
+    free(sb);
+    free(cm);
+    return r;
+}

@@ -1,0 +1,278 @@
+/* rk_volume_info: read the superblocks of member files without assembling and describe the array,
+ * each member and every problem found, as text for people or JSON for scripts. */
+#include "raidkit/volume.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/util.h"
+#include "meta/meta_int.h"
+#include "raidkit/member.h"
+
+/* A growing text buffer; on ENOMEM it stops growing and info returns NULL. */
+struct info_buf {
+    char *p;
+    size_t len, cap;
+    bool failed;
+};
+
+static void info_printf(struct info_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void info_printf(struct info_buf *b, const char *fmt, ...)
+{
+    if (b->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int need = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (need < 0) {
+            b->failed = true;
+            return;
+        }
+        if (b->p && b->len + (size_t)need < b->cap) {
+            b->len += (size_t)need;
+            return;
+        }
+        size_t cap = (b->cap ? b->cap * 2 : 1024) + (size_t)need;
+        char *np = realloc(b->p, cap);
+        if (!np) {
+            b->failed = true;
+            return;
+        }
+        b->p = np;
+        b->cap = cap;
+    }
+}
+
+static void info_time(uint64_t t, char *out, size_t len)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+    if (!gmtime_r(&tt, &tm) || strftime(out, len, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0)
+        snprintf(out, len, "%" PRIu64, t);
+}
+
+/* Path of the member placed in slot i, or NULL. */
+static const char *info_slot_path(const struct meta_scan *s, uint32_t i)
+{
+    return s->slot_member[i] >= 0 ? s->m[s->slot_member[i]].path : NULL;
+}
+
+/* Problems of the scan as lines, handed to emit one by one. */
+static void info_problems(const struct meta_scan *s, void (*emit)(void *ctx, const char *line),
+                          void *ctx)
+{
+    char line[512];
+    for (int i = 0; i < s->n; i++) {
+        if (s->m[i].cls == META_OK)
+            continue;
+        snprintf(line, sizeof(line), "member %s %s", s->m[i].path, s->m[i].reason);
+        emit(ctx, line);
+    }
+    if (s->master < 0)
+        return;
+    const struct rk_sb *sb = &s->m[s->master].sb;
+    for (uint32_t i = 0; i < sb->members; i++) {
+        uint32_t st = sb->slots[i].state;
+        if (st == RK_SLOT_ACTIVE && s->slot_member[i] < 0) {
+            snprintf(line, sizeof(line), "slot %" PRIu32 " is active but no usable member holds it",
+                     i);
+            emit(ctx, line);
+        } else if (st != RK_SLOT_ACTIVE) {
+            snprintf(line, sizeof(line), "slot %" PRIu32 " is recorded %s", i,
+                     rk_slot_state_name((int)st));
+            emit(ctx, line);
+        }
+    }
+    if (sb->dirty == RK_SB_DIRTY) {
+        snprintf(line, sizeof(line),
+                 "array is dirty: running now, or not shut down cleanly last time");
+        emit(ctx, line);
+    }
+}
+
+static void info_emit_text(void *ctx, const char *line)
+{
+    info_printf(ctx, "  - %s\n", line);
+}
+
+static void info_emit_json(void *ctx, const char *line)
+{
+    cJSON_AddItemToArray(ctx, cJSON_CreateString(line));
+}
+
+static char *info_text(const struct meta_scan *s)
+{
+    struct info_buf b = {0};
+    char uuid[RK_UUID_STR_LEN], t1[64], t2[64], sz[32];
+    if (s->master >= 0) {
+        const struct rk_sb *sb = &s->m[s->master].sb;
+        info_time(sb->ctime, t1, sizeof(t1));
+        info_time(sb->utime, t2, sizeof(t2));
+        info_printf(&b, "Array %s%s%s%s\n", rk_uuid_format(sb->array_uuid, uuid),
+                    sb->name[0] ? " (name \"" : "", sb->name, sb->name[0] ? "\")" : "");
+        info_printf(&b, "  level:        %s, %" PRIu32 " members, chunk %" PRIu32 " KiB\n",
+                    rk_level_name(sb->level), sb->members, sb->chunk / 1024);
+        info_printf(&b, "  array size:   %" PRIu64 " bytes (%s)\n", sb->array_size,
+                    rk_format_size(sb->array_size, sz, sizeof(sz)));
+        info_printf(&b, "  data offset:  %" PRIu64 " bytes\n", sb->data_offset);
+        info_printf(&b, "  event:        %" PRIu64 "\n", sb->events);
+        info_printf(&b, "  state:        %s\n", sb->dirty == RK_SB_DIRTY ? "dirty" : "clean");
+        info_printf(&b, "  created:      %s\n  updated:      %s\n", t1, t2);
+        info_printf(&b, "Slots:\n");
+        for (uint32_t i = 0; i < sb->members; i++) {
+            const char *p = info_slot_path(s, i);
+            info_printf(&b, "  %2" PRIu32 "  %-10s  %s  data %" PRIu64 " bytes  %s\n", i,
+                        rk_slot_state_name((int)sb->slots[i].state),
+                        rk_uuid_format(sb->slots[i].uuid, uuid), sb->slots[i].data_size,
+                        p ? p : "(no member given)");
+        }
+    } else {
+        info_printf(&b, "No valid raidkit superblock found.\n");
+    }
+    info_printf(&b, "Members:\n");
+    for (int i = 0; i < s->n; i++) {
+        const struct meta_member *m = &s->m[i];
+        if (m->cls == META_UNREADABLE || m->cls == META_CORRUPT) {
+            info_printf(&b, "  %s: %s: %s\n", m->path, meta_class_name(m->cls), m->reason);
+            continue;
+        }
+        info_printf(&b, "  %s: %s, slot %" PRIu32 ", event %" PRIu64 ", %s, array %s\n", m->path,
+                    meta_class_name(m->cls), m->sb.slot, m->sb.events,
+                    m->sb.dirty == RK_SB_DIRTY ? "dirty" : "clean",
+                    rk_uuid_format(m->sb.array_uuid, uuid));
+    }
+    size_t before = b.len;
+    info_printf(&b, "Problems:\n");
+    size_t mark = b.len;
+    info_problems(s, info_emit_text, &b);
+    if (!b.failed && b.len == mark) {
+        b.len = before;
+        b.p[b.len] = '\0';
+        info_printf(&b, "Problems: none\n");
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}
+
+static cJSON *info_sb_json(const struct rk_sb *sb)
+{
+    char uuid[RK_UUID_STR_LEN];
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddStringToObject(o, "array_uuid", rk_uuid_format(sb->array_uuid, uuid));
+    cJSON_AddStringToObject(o, "member_uuid", rk_uuid_format(sb->member_uuid, uuid));
+    cJSON_AddNumberToObject(o, "slot", sb->slot);
+    cJSON_AddNumberToObject(o, "event", (double)sb->events);
+    cJSON_AddBoolToObject(o, "clean", sb->dirty == RK_SB_CLEAN);
+    cJSON_AddNumberToObject(o, "data_size", (double)sb->data_size);
+    return o;
+}
+
+static char *info_json(const struct meta_scan *s)
+{
+    char uuid[RK_UUID_STR_LEN];
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    if (s->master >= 0) {
+        const struct rk_sb *sb = &s->m[s->master].sb;
+        cJSON *a = cJSON_AddObjectToObject(root, "array");
+        if (a) {
+            cJSON_AddStringToObject(a, "uuid", rk_uuid_format(sb->array_uuid, uuid));
+            cJSON_AddStringToObject(a, "name", sb->name);
+            cJSON_AddStringToObject(a, "level", rk_level_name(sb->level));
+            cJSON_AddNumberToObject(a, "chunk", sb->chunk);
+            cJSON_AddNumberToObject(a, "members", sb->members);
+            cJSON_AddNumberToObject(a, "size", (double)sb->array_size);
+            cJSON_AddNumberToObject(a, "data_offset", (double)sb->data_offset);
+            cJSON_AddNumberToObject(a, "event", (double)sb->events);
+            cJSON_AddBoolToObject(a, "clean", sb->dirty == RK_SB_CLEAN);
+            cJSON_AddNumberToObject(a, "created", (double)sb->ctime);
+            cJSON_AddNumberToObject(a, "updated", (double)sb->utime);
+            cJSON *slots = cJSON_AddArrayToObject(a, "slots");
+            for (uint32_t i = 0; slots && i < sb->members; i++) {
+                cJSON *o = cJSON_CreateObject();
+                if (!o)
+                    break;
+                const char *p = info_slot_path(s, i);
+                cJSON_AddNumberToObject(o, "slot", i);
+                cJSON_AddStringToObject(o, "state", rk_slot_state_name((int)sb->slots[i].state));
+                cJSON_AddStringToObject(o, "member_uuid", rk_uuid_format(sb->slots[i].uuid, uuid));
+                cJSON_AddNumberToObject(o, "data_size", (double)sb->slots[i].data_size);
+                cJSON_AddNumberToObject(o, "rebuild_offset", (double)sb->slots[i].rebuild_offset);
+                if (p)
+                    cJSON_AddStringToObject(o, "path", p);
+                else
+                    cJSON_AddNullToObject(o, "path");
+                cJSON_AddItemToArray(slots, o);
+            }
+        }
+    } else {
+        cJSON_AddNullToObject(root, "array");
+    }
+    cJSON *mem = cJSON_AddArrayToObject(root, "members");
+    for (int i = 0; mem && i < s->n; i++) {
+        const struct meta_member *m = &s->m[i];
+        cJSON *o = NULL;
+        if (m->cls == META_UNREADABLE || m->cls == META_CORRUPT)
+            o = cJSON_CreateObject();
+        else
+            o = info_sb_json(&m->sb);
+        if (!o)
+            break;
+        cJSON_AddStringToObject(o, "path", m->path);
+        cJSON_AddStringToObject(o, "status", meta_class_name(m->cls));
+        if (m->cls != META_OK)
+            cJSON_AddStringToObject(o, "reason", m->reason);
+        cJSON_AddItemToArray(mem, o);
+    }
+    cJSON *probs = cJSON_AddArrayToObject(root, "problems");
+    if (probs)
+        info_problems(s, info_emit_json, probs);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+char *rk_volume_info(const char *const *paths, int n, bool json, char *err, size_t errlen)
+{
+    if (!paths || n <= 0 || n > RK_MAX_MEMBERS) {
+        rk_set_err(err, errlen, "need 1..%d member paths, got %d", RK_MAX_MEMBERS, n);
+        return NULL;
+    }
+    struct meta_scan *s = calloc(1, sizeof(*s));
+    if (!s) {
+        rk_set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    char *text = NULL;
+    meta_scan(s, paths, n, RK_FILE_READ_ONLY | RK_FILE_BUFFERED, false);
+    bool any = false;
+    for (int i = 0; i < n; i++)
+        if (s->m[i].cls != META_UNREADABLE)
+            any = true;
+    if (!any) {
+        rk_set_err(err, errlen, "no member could be read: %s %s", s->m[0].path, s->m[0].reason);
+        goto out;
+    }
+    text = json ? info_json(s) : info_text(s);
+    if (!text)
+        rk_set_err(err, errlen, "out of memory");
+out:
+    free(s);
+    return text;
+}

@@ -1,0 +1,186 @@
+/* Superblock I/O on one member and the classification of a set of members (usable, stale,
+ * foreign, corrupt, ...) shared by assembly (volume.c) and info (info.c). */
+#include "meta/meta_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "raidkit/member.h"
+
+int meta_read_sb(struct rk_dev *dev, struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (dev->size < RK_SB_SIZE) {
+        rk_set_err(err, errlen, "too small to hold a superblock (%" PRIu64 " bytes)", dev->size);
+        return RK_SB_ENOTOURS;
+    }
+    /* Aligned for members opened with O_DIRECT. */
+    uint8_t *buf = rk_buf_alloc(RK_SB_SIZE);
+    if (!buf) {
+        rk_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int r = rk_dev_read(dev, buf, RK_SB_SIZE, 0);
+    if (r < 0) {
+        rk_set_err(err, errlen, "cannot read the superblock: %s", strerror(-r));
+        goto out;
+    }
+    r = rk_sb_decode(buf, sb, err, errlen);
+out:
+    free(buf);
+    return r;
+}
+
+int meta_write_sb(struct rk_dev *dev, const struct rk_sb *sb)
+{
+    uint8_t *buf = rk_buf_alloc(RK_SB_SIZE);
+    if (!buf)
+        return -ENOMEM;
+    rk_sb_encode(sb, buf);
+    int r = rk_dev_write(dev, buf, RK_SB_SIZE, 0, RK_WRITE_FUA);
+    if (r == 0)
+        r = rk_dev_flush(dev);
+    free(buf);
+    return r;
+}
+
+void meta_sb_for_slot(struct rk_sb *sb, uint32_t slot)
+{
+    sb->slot = slot;
+    memcpy(sb->member_uuid, sb->slots[slot].uuid, RK_UUID_LEN);
+    sb->data_size = sb->slots[slot].data_size;
+}
+
+const char *meta_class_name(enum meta_class c)
+{
+    static const char *const names[] = {
+        [META_OK] = "ok",
+        [META_UNREADABLE] = "unreadable",
+        [META_CORRUPT] = "corrupt",
+        [META_FOREIGN] = "foreign",
+        [META_STALE] = "stale",
+        [META_REPLACED] = "replaced",
+        [META_DUPLICATE] = "duplicate",
+        [META_CONFLICT] = "conflict",
+    };
+    return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
+}
+
+/* Fields every member of one array must agree on (per-member fields excluded). */
+static bool scan_same_geometry(const struct rk_sb *a, const struct rk_sb *b)
+{
+    if (a->level != b->level || a->layout != b->layout || a->chunk != b->chunk ||
+        a->members != b->members || a->data_offset != b->data_offset ||
+        a->array_size != b->array_size)
+        return false;
+    for (uint32_t i = 0; i < a->members; i++)
+        if (a->slots[i].data_size != b->slots[i].data_size)
+            return false;
+    return true;
+}
+
+static void scan_classify(struct meta_scan *s)
+{
+    char ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
+    int ref = -1;
+    s->master = -1;
+    for (int i = 0; i < RK_MAX_MEMBERS; i++)
+        s->slot_member[i] = -1;
+    /* The array is the one of the first valid member given; others are foreign. */
+    for (int i = 0; i < s->n; i++) {
+        struct meta_member *m = &s->m[i];
+        if (m->cls != META_OK)
+            continue;
+        if (ref < 0) {
+            ref = i;
+            continue;
+        }
+        if (memcmp(m->sb.array_uuid, s->m[ref].sb.array_uuid, RK_UUID_LEN) != 0) {
+            m->cls = META_FOREIGN;
+            m->rc = -EXDEV;
+            snprintf(m->reason, sizeof(m->reason), "belongs to array %s, not to array %s of %s",
+                     rk_uuid_format(m->sb.array_uuid, ua),
+                     rk_uuid_format(s->m[ref].sb.array_uuid, ub), s->m[ref].path);
+        }
+    }
+    if (ref < 0)
+        return;
+    for (int i = 0; i < s->n; i++)
+        if (s->m[i].cls == META_OK &&
+            (s->master < 0 || s->m[i].sb.events > s->m[s->master].sb.events))
+            s->master = i;
+    const struct rk_sb *ms = &s->m[s->master].sb;
+    for (int i = 0; i < s->n; i++) {
+        struct meta_member *m = &s->m[i];
+        if (m->cls != META_OK)
+            continue;
+        if (m->sb.events < ms->events) {
+            m->cls = META_STALE;
+            m->rc = -ESTALE;
+            snprintf(m->reason, sizeof(m->reason),
+                     "is stale (slot %" PRIu32 ", event %" PRIu64 " < newest %" PRIu64
+                     " of %s); not used",
+                     m->sb.slot, m->sb.events, ms->events, s->m[s->master].path);
+        } else if (!scan_same_geometry(&m->sb, ms)) {
+            m->cls = META_CONFLICT;
+            m->rc = -EINVAL;
+            snprintf(m->reason, sizeof(m->reason),
+                     "has event %" PRIu64 " like %s but a different geometry", m->sb.events,
+                     s->m[s->master].path);
+        } else if (memcmp(m->sb.member_uuid, ms->slots[m->sb.slot].uuid, RK_UUID_LEN) != 0) {
+            m->cls = META_REPLACED;
+            m->rc = -ESTALE;
+            snprintf(m->reason, sizeof(m->reason),
+                     "claims slot %" PRIu32 " but is not the member recorded there (member %s)",
+                     m->sb.slot, rk_uuid_format(m->sb.member_uuid, ua));
+        } else if (s->slot_member[m->sb.slot] >= 0) {
+            m->cls = META_DUPLICATE;
+            m->rc = -EEXIST;
+            snprintf(m->reason, sizeof(m->reason), "claims slot %" PRIu32 ", already held by %s",
+                     m->sb.slot, s->m[s->slot_member[m->sb.slot]].path);
+        } else {
+            s->slot_member[m->sb.slot] = i;
+        }
+    }
+}
+
+void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t flags, bool keep_open)
+{
+    memset(s, 0, sizeof(*s));
+    s->n = n;
+    for (int i = 0; i < n; i++) {
+        struct meta_member *m = &s->m[i];
+        m->path = paths[i];
+        int r = rk_file_open(paths[i], flags, &m->dev);
+        if (r < 0) {
+            m->dev = NULL;
+            m->rc = r;
+            m->cls = META_UNREADABLE;
+            snprintf(m->reason, sizeof(m->reason), "cannot open: %s", strerror(-r));
+            continue;
+        }
+        r = meta_read_sb(m->dev, &m->sb, m->reason, sizeof(m->reason));
+        m->rc = r;
+        /* The decoder's codes mean "damaged or not ours"; anything else is an I/O failure. */
+        if (r == RK_SB_ENOTOURS || r == RK_SB_EVERSION || r == RK_SB_ECRC || r == RK_SB_EFIELD)
+            m->cls = META_CORRUPT;
+        else if (r < 0)
+            m->cls = META_UNREADABLE;
+        if (!keep_open || m->cls != META_OK) {
+            rk_dev_close(m->dev);
+            m->dev = NULL;
+        }
+    }
+    scan_classify(s);
+}
+
+void meta_scan_close(struct meta_scan *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        rk_dev_close(s->m[i].dev);
+        s->m[i].dev = NULL;
+    }
+}

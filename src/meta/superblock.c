@@ -1,0 +1,361 @@
+/* Member superblock v1: encode to / decode from the 4 KiB on-disk block (docs/FORMAT.md).
+ * Every field read from disk is bounded here before anyone else uses it. */
+#include "meta/superblock.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/util.h"
+
+/*
+ * On-disk layout (little-endian; the table in docs/FORMAT.md is the reference):
+ *
+ *   0 magic[8]  8 version u32  12 header_size u32  16 crc32c u32  20 dirty u32
+ *  24 array_uuid[16]  40 member_uuid[16]  56 slot u32  60 level s32  64 layout u32
+ *  68 chunk u32  72 members u32  76 reserved u32  80 data_offset u64  88 data_size u64
+ *  96 array_size u64  104 events u64  112 ctime u64  120 utime u64  128 bitmap_offset u64
+ * 136 bitmap_size u64  144 journal_offset u64  152 journal_size u64  160 name[32]
+ * 192..255 reserved (zero)
+ * 256 slot table: RK_MAX_MEMBERS entries of 48 bytes:
+ *       +0 state u32  +4 reserved u32  +8 data_size u64  +16 rebuild_offset u64
+ *       +24 member_uuid[16]  +40 reserved[8]
+ * 1792..4095 reserved (zero)
+ */
+#define SB_OFF_MAGIC       0
+#define SB_OFF_VERSION     8
+#define SB_OFF_HDR_SIZE    12
+#define SB_OFF_CRC         16
+#define SB_OFF_DIRTY       20
+#define SB_OFF_ARRAY_UUID  24
+#define SB_OFF_MEMBER_UUID 40
+#define SB_OFF_SLOT        56
+#define SB_OFF_LEVEL       60
+#define SB_OFF_LAYOUT      64
+#define SB_OFF_CHUNK       68
+#define SB_OFF_MEMBERS     72
+#define SB_OFF_DATA_OFFSET 80
+#define SB_OFF_DATA_SIZE   88
+#define SB_OFF_ARRAY_SIZE  96
+#define SB_OFF_EVENTS      104
+#define SB_OFF_CTIME       112
+#define SB_OFF_UTIME       120
+#define SB_OFF_BITMAP_OFF  128
+#define SB_OFF_BITMAP_SIZE 136
+#define SB_OFF_JOURNAL_OFF 144
+#define SB_OFF_JOURNAL_SZ  152
+#define SB_OFF_NAME        160
+#define SB_OFF_SLOTS       256
+#define SB_SLOT_SIZE       48
+#define SB_SLOT_STATE      0
+#define SB_SLOT_DATA_SIZE  8
+#define SB_SLOT_REBUILD    16
+#define SB_SLOT_UUID       24
+
+_Static_assert(SB_OFF_SLOTS + RK_MAX_MEMBERS * SB_SLOT_SIZE <= RK_SB_SIZE, "slot table fits");
+
+void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
+{
+    memset(out, 0, RK_SB_SIZE);
+    memcpy(out + SB_OFF_MAGIC, RK_SB_MAGIC, 8);
+    rk_put_le32(out + SB_OFF_VERSION, sb->version);
+    rk_put_le32(out + SB_OFF_HDR_SIZE, RK_SB_SIZE);
+    rk_put_le32(out + SB_OFF_DIRTY, sb->dirty);
+    memcpy(out + SB_OFF_ARRAY_UUID, sb->array_uuid, RK_UUID_LEN);
+    memcpy(out + SB_OFF_MEMBER_UUID, sb->member_uuid, RK_UUID_LEN);
+    rk_put_le32(out + SB_OFF_SLOT, sb->slot);
+    rk_put_le32(out + SB_OFF_LEVEL, (uint32_t)sb->level);
+    rk_put_le32(out + SB_OFF_LAYOUT, sb->layout);
+    rk_put_le32(out + SB_OFF_CHUNK, sb->chunk);
+    rk_put_le32(out + SB_OFF_MEMBERS, sb->members);
+    rk_put_le64(out + SB_OFF_DATA_OFFSET, sb->data_offset);
+    rk_put_le64(out + SB_OFF_DATA_SIZE, sb->data_size);
+    rk_put_le64(out + SB_OFF_ARRAY_SIZE, sb->array_size);
+    rk_put_le64(out + SB_OFF_EVENTS, sb->events);
+    rk_put_le64(out + SB_OFF_CTIME, sb->ctime);
+    rk_put_le64(out + SB_OFF_UTIME, sb->utime);
+    rk_put_le64(out + SB_OFF_BITMAP_OFF, sb->bitmap_offset);
+    rk_put_le64(out + SB_OFF_BITMAP_SIZE, sb->bitmap_size);
+    rk_put_le64(out + SB_OFF_JOURNAL_OFF, sb->journal_offset);
+    rk_put_le64(out + SB_OFF_JOURNAL_SZ, sb->journal_size);
+    /* strnlen keeps a name without NUL from running past the field. */
+    memcpy(out + SB_OFF_NAME, sb->name, strnlen(sb->name, RK_SB_NAME_LEN));
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
+        uint8_t *e = out + SB_OFF_SLOTS + i * SB_SLOT_SIZE;
+        const struct rk_sb_slot *s = &sb->slots[i];
+        rk_put_le32(e + SB_SLOT_STATE, s->state);
+        rk_put_le64(e + SB_SLOT_DATA_SIZE, s->data_size);
+        rk_put_le64(e + SB_SLOT_REBUILD, s->rebuild_offset);
+        memcpy(e + SB_SLOT_UUID, s->uuid, RK_UUID_LEN);
+    }
+    rk_put_le32(out + SB_OFF_CRC, rk_crc32c(out, RK_SB_SIZE));
+}
+
+bool rk_sb_has_magic(const uint8_t *buf)
+{
+    return memcmp(buf + SB_OFF_MAGIC, RK_SB_MAGIC, 8) == 0;
+}
+
+static bool sb_uuid_zero(const uint8_t *u)
+{
+    for (unsigned i = 0; i < RK_UUID_LEN; i++)
+        if (u[i])
+            return false;
+    return true;
+}
+
+static bool sb_slot_empty(const struct rk_sb_slot *s)
+{
+    return s->state == 0 && s->data_size == 0 && s->rebuild_offset == 0 && sb_uuid_zero(s->uuid);
+}
+
+/* A reserved region [off, off+size) must be empty or lie between the superblock and the data. */
+static int sb_check_region(const char *what, uint64_t off, uint64_t size, uint64_t data_offset,
+                           char *err, size_t errlen)
+{
+    if (off == 0 && size == 0)
+        return 0;
+    if (off < RK_SB_SIZE || size == 0 || off > data_offset || size > data_offset - off) {
+        rk_set_err(err, errlen,
+                   "%s region [%" PRIu64 ", +%" PRIu64 ") is not inside [4096, data offset %" PRIu64
+                   ")",
+                   what, off, size, data_offset);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (sb->version != RK_SB_VERSION) {
+        rk_set_err(err, errlen, "unsupported superblock version %" PRIu32 " (this build reads 1)",
+                   sb->version);
+        return RK_SB_EVERSION;
+    }
+    if (sb->dirty != RK_SB_CLEAN && sb->dirty != RK_SB_DIRTY) {
+        rk_set_err(err, errlen, "unknown clean/dirty flag %" PRIu32 " (expected 0 or 1)",
+                   sb->dirty);
+        return -EINVAL;
+    }
+    int minm = rk_level_min_members(sb->level);
+    if (minm < 0) {
+        rk_set_err(err, errlen, "unknown RAID level %" PRId32, sb->level);
+        return -EINVAL;
+    }
+    if (sb->layout != 0) {
+        rk_set_err(err, errlen, "unknown layout %" PRIu32 " for %s (version 1 knows only 0)",
+                   sb->layout, rk_level_name(sb->level));
+        return -EINVAL;
+    }
+    if (sb->members == 0 || sb->members > RK_MAX_MEMBERS) {
+        rk_set_err(err, errlen, "member count %" PRIu32 " out of range 1..%d", sb->members,
+                   RK_MAX_MEMBERS);
+        return -EINVAL;
+    }
+    if (sb->members < (uint32_t)minm) {
+        rk_set_err(err, errlen, "member count %" PRIu32 " below the minimum %d of %s", sb->members,
+                   minm, rk_level_name(sb->level));
+        return -EINVAL;
+    }
+    if (sb->slot >= sb->members) {
+        rk_set_err(err, errlen, "slot %" PRIu32 " out of range (the array has %" PRIu32 " members)",
+                   sb->slot, sb->members);
+        return -EINVAL;
+    }
+    if (sb->chunk < RK_CHUNK_MIN || sb->chunk > RK_CHUNK_MAX || (sb->chunk & (sb->chunk - 1))) {
+        rk_set_err(err, errlen, "chunk size %" PRIu32 " is not a power of two in [%u, %u]",
+                   sb->chunk, RK_CHUNK_MIN, RK_CHUNK_MAX);
+        return -EINVAL;
+    }
+    if (sb->data_offset == 0 || sb->data_offset % RK_SB_ALIGN) {
+        rk_set_err(err, errlen, "data offset %" PRIu64 " is not a non-zero multiple of 1 MiB",
+                   sb->data_offset);
+        return -EINVAL;
+    }
+    if (sb->events == 0) {
+        rk_set_err(err, errlen, "event counter is 0 (every written superblock has >= 1)");
+        return -EINVAL;
+    }
+    if (sb_uuid_zero(sb->array_uuid)) {
+        rk_set_err(err, errlen, "array UUID is all zeros");
+        return -EINVAL;
+    }
+    if (sb_uuid_zero(sb->member_uuid)) {
+        rk_set_err(err, errlen, "member UUID is all zeros");
+        return -EINVAL;
+    }
+    if (memchr(sb->name, '\0', RK_SB_NAME_LEN) == NULL) {
+        rk_set_err(err, errlen, "array name is not NUL-terminated within %u bytes", RK_SB_NAME_LEN);
+        return -EINVAL;
+    }
+    int r = sb_check_region("write-intent bitmap", sb->bitmap_offset, sb->bitmap_size,
+                            sb->data_offset, err, errlen);
+    if (r)
+        return r;
+    r = sb_check_region("journal", sb->journal_offset, sb->journal_size, sb->data_offset, err,
+                        errlen);
+    if (r)
+        return r;
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
+        const struct rk_sb_slot *s = &sb->slots[i];
+        if (i >= sb->members) {
+            if (!sb_slot_empty(s)) {
+                rk_set_err(err, errlen,
+                           "slot table entry %" PRIu32 " is not empty but the array has %" PRIu32
+                           " members",
+                           i, sb->members);
+                return -EINVAL;
+            }
+            continue;
+        }
+        if (s->state > RK_SLOT_REBUILDING) {
+            rk_set_err(err, errlen, "slot %" PRIu32 " has unknown state %" PRIu32, i, s->state);
+            return -EINVAL;
+        }
+        if (s->data_size == 0 || s->data_size % sb->chunk) {
+            rk_set_err(err, errlen,
+                       "data size %" PRIu64 " of slot %" PRIu32
+                       " is not a non-zero multiple of the chunk size %" PRIu32,
+                       s->data_size, i, sb->chunk);
+            return -EINVAL;
+        }
+        if (s->rebuild_offset > s->data_size) {
+            rk_set_err(err, errlen,
+                       "rebuild offset %" PRIu64 " of slot %" PRIu32
+                       " is beyond its data size %" PRIu64,
+                       s->rebuild_offset, i, s->data_size);
+            return -EINVAL;
+        }
+        if (sb_uuid_zero(s->uuid)) {
+            rk_set_err(err, errlen, "member UUID of slot %" PRIu32 " is all zeros", i);
+            return -EINVAL;
+        }
+    }
+    if (sb->data_size != sb->slots[sb->slot].data_size) {
+        rk_set_err(err, errlen,
+                   "member data size %" PRIu64 " differs from slot %" PRIu32 "'s entry %" PRIu64,
+                   sb->data_size, sb->slot, sb->slots[sb->slot].data_size);
+        return -EINVAL;
+    }
+    if (memcmp(sb->member_uuid, sb->slots[sb->slot].uuid, RK_UUID_LEN) != 0) {
+        rk_set_err(err, errlen, "member UUID differs from the one recorded for slot %" PRIu32,
+                   sb->slot);
+        return -EINVAL;
+    }
+    struct rk_raid_geom g;
+    rk_sb_geom(sb, &g);
+    char gerr[160] = "";
+    if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {
+        rk_set_err(err, errlen, "inconsistent geometry: %s", gerr);
+        return -EINVAL;
+    }
+    uint64_t want = rk_raid_array_size(&g);
+    if (sb->array_size != want) {
+        rk_set_err(err, errlen,
+                   "array size %" PRIu64 " does not match the geometry (%s of %" PRIu32
+                   " members gives %" PRIu64 ")",
+                   sb->array_size, rk_level_name(sb->level), sb->members, want);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (!rk_sb_has_magic(buf)) {
+        rk_set_err(err, errlen, "not a raidkit member (no superblock magic at offset 0)");
+        return RK_SB_ENOTOURS;
+    }
+    memset(sb, 0, sizeof(*sb));
+    sb->version = rk_get_le32(buf + SB_OFF_VERSION);
+    /* The version decides the layout, so it is checked before anything else is trusted. */
+    if (sb->version != RK_SB_VERSION) {
+        rk_set_err(err, errlen, "unsupported superblock version %" PRIu32 " (this build reads 1)",
+                   sb->version);
+        return RK_SB_EVERSION;
+    }
+    uint32_t hdr = rk_get_le32(buf + SB_OFF_HDR_SIZE);
+    if (hdr != RK_SB_SIZE) {
+        rk_set_err(err, errlen, "bad superblock header size %" PRIu32 " (version 1 uses %u)", hdr,
+                   RK_SB_SIZE);
+        return -EINVAL;
+    }
+    uint32_t stored = rk_get_le32(buf + SB_OFF_CRC);
+    uint8_t tmp[RK_SB_SIZE];
+    memcpy(tmp, buf, RK_SB_SIZE);
+    memset(tmp + SB_OFF_CRC, 0, 4);
+    uint32_t computed = rk_crc32c(tmp, RK_SB_SIZE);
+    if (stored != computed) {
+        rk_set_err(err, errlen,
+                   "superblock checksum mismatch (stored %08" PRIx32 ", computed %08" PRIx32 ")",
+                   stored, computed);
+        return RK_SB_ECRC;
+    }
+    sb->dirty = rk_get_le32(buf + SB_OFF_DIRTY);
+    memcpy(sb->array_uuid, buf + SB_OFF_ARRAY_UUID, RK_UUID_LEN);
+    memcpy(sb->member_uuid, buf + SB_OFF_MEMBER_UUID, RK_UUID_LEN);
+    sb->slot = rk_get_le32(buf + SB_OFF_SLOT);
+    sb->level = (int32_t)rk_get_le32(buf + SB_OFF_LEVEL);
+    sb->layout = rk_get_le32(buf + SB_OFF_LAYOUT);
+    sb->chunk = rk_get_le32(buf + SB_OFF_CHUNK);
+    sb->members = rk_get_le32(buf + SB_OFF_MEMBERS);
+    sb->data_offset = rk_get_le64(buf + SB_OFF_DATA_OFFSET);
+    sb->data_size = rk_get_le64(buf + SB_OFF_DATA_SIZE);
+    sb->array_size = rk_get_le64(buf + SB_OFF_ARRAY_SIZE);
+    sb->events = rk_get_le64(buf + SB_OFF_EVENTS);
+    sb->ctime = rk_get_le64(buf + SB_OFF_CTIME);
+    sb->utime = rk_get_le64(buf + SB_OFF_UTIME);
+    sb->bitmap_offset = rk_get_le64(buf + SB_OFF_BITMAP_OFF);
+    sb->bitmap_size = rk_get_le64(buf + SB_OFF_BITMAP_SIZE);
+    sb->journal_offset = rk_get_le64(buf + SB_OFF_JOURNAL_OFF);
+    sb->journal_size = rk_get_le64(buf + SB_OFF_JOURNAL_SZ);
+    memcpy(sb->name, buf + SB_OFF_NAME, RK_SB_NAME_LEN);
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
+        const uint8_t *e = buf + SB_OFF_SLOTS + i * SB_SLOT_SIZE;
+        struct rk_sb_slot *s = &sb->slots[i];
+        s->state = rk_get_le32(e + SB_SLOT_STATE);
+        s->data_size = rk_get_le64(e + SB_SLOT_DATA_SIZE);
+        s->rebuild_offset = rk_get_le64(e + SB_SLOT_REBUILD);
+        memcpy(s->uuid, e + SB_SLOT_UUID, RK_UUID_LEN);
+    }
+    return rk_sb_check(sb, err, errlen);
+}
+
+void rk_sb_geom(const struct rk_sb *sb, struct rk_raid_geom *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->level = sb->level;
+    g->members = sb->members;
+    g->chunk = sb->chunk;
+    g->data_offset = sb->data_offset;
+    for (uint32_t i = 0; i < sb->members && i < RK_MAX_MEMBERS; i++)
+        g->data_size[i] = sb->slots[i].data_size;
+}
+
+const char *rk_slot_state_name(int state)
+{
+    switch (state) {
+    case RK_SLOT_ACTIVE:
+        return "active";
+    case RK_SLOT_FAILED:
+        return "failed";
+    case RK_SLOT_SPARE:
+        return "spare";
+    case RK_SLOT_REBUILDING:
+        return "rebuilding";
+    case RK_SLOT_MISSING:
+        return "missing";
+    default:
+        return "unknown";
+    }
+}
+
+char *rk_uuid_format(const uint8_t *u, char *out)
+{
+    snprintf(out, RK_UUID_STR_LEN,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+             u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+             u[15]);
+    return out;
+}

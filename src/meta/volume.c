@@ -1,0 +1,467 @@
+/* Volume assembly: members in any order -> validated superblocks -> raid device, plus the state
+ * changes that must reach the superblocks (member failed, dirty on open, clean on close). */
+#include "raidkit/volume.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "core/util.h"
+#include "meta/meta_int.h"
+#include "raidkit/member.h"
+
+struct rk_volume {
+    /* Protects sb and every superblock write. Taken by the member_failed callback (an I/O
+     * thread of the raid engine, outside engine locks) and by close/status; never held while
+     * calling into the raid engine's data path. */
+    pthread_mutex_t lock;
+    struct rk_sb sb; /* newest state; per-member fields are filled per write */
+    struct rk_raid_geom geom;
+    char *paths[RK_MAX_MEMBERS];         /* path of the member in each slot, NULL when none */
+    struct rk_dev *file[RK_MAX_MEMBERS]; /* rk_file_open device of each slot */
+    struct rk_dev *top[RK_MAX_MEMBERS];  /* fault wrapper over file, or file itself */
+    struct rk_dev *raid;
+    struct rk_dev *ro; /* read-only face over raid (read_only volumes), else NULL */
+    bool read_only;
+    bool was_dirty; /* dirty at open: the last shutdown was unclean */
+};
+
+struct rk_dev *rk_volume_dev(struct rk_volume *v)
+{
+    if (!v)
+        return NULL;
+    return v->ro ? v->ro : v->raid;
+}
+
+/* Read-only face: members opened read-only would fail writes with EPERM, and the raid engine
+ * would take that for failing members; refusing at the top keeps them healthy. */
+static int vol_ro_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+    return rk_dev_read(dev->priv, buf, len, off);
+}
+
+static int vol_ro_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
+                        uint32_t flags)
+{
+    return -EPERM;
+}
+
+static int vol_ro_flush(struct rk_dev *dev)
+{
+    return 0; /* nothing was written */
+}
+
+static int vol_ro_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    return -EPERM;
+}
+
+static int vol_ro_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    return -EPERM;
+}
+
+static const struct rk_dev_ops vol_ro_ops = {
+    .kind = "read-only",
+    .read = vol_ro_read,
+    .write = vol_ro_write,
+    .flush = vol_ro_flush,
+    .discard = vol_ro_discard,
+    .write_zeroes = vol_ro_write_zeroes,
+};
+
+static int vol_ro_open(struct rk_volume *v)
+{
+    v->ro = rk_dev_alloc(&vol_ro_ops, v->raid, v->raid->name);
+    if (!v->ro)
+        return -ENOMEM;
+    v->ro->size = v->raid->size;
+    v->ro->block_size = v->raid->block_size;
+    v->ro->opt_io_size = v->raid->opt_io_size;
+    v->ro->direct = v->raid->direct;
+    return 0;
+}
+
+/*
+ * Write the in-memory superblock to every slot that is active and has a device, raising
+ * utime; raw bypasses fault wrappers. Caller holds v->lock (or owns v alone). Returns 0 or the
+ * first -errno; a member whose write fails is logged, and the others are still written.
+ */
+static int vol_write_sbs(struct rk_volume *v, bool raw)
+{
+    int first = 0;
+    v->sb.utime = (uint64_t)time(NULL);
+    for (uint32_t i = 0; i < v->sb.members; i++) {
+        if (v->sb.slots[i].state != RK_SLOT_ACTIVE || !v->top[i])
+            continue;
+        struct rk_sb copy = v->sb;
+        meta_sb_for_slot(&copy, i);
+        int r = meta_write_sb(raw ? v->file[i] : v->top[i], &copy);
+        if (r < 0) {
+            rk_err("member %s (slot %" PRIu32 "): superblock write failed: %s", v->paths[i], i,
+                   strerror(-r));
+            if (!first)
+                first = r;
+        }
+    }
+    return first;
+}
+
+/* rk_raid_events.member_failed: persist the failure so a restart never trusts the member. */
+static void vol_member_failed(void *ctx, uint32_t slot, int error)
+{
+    struct rk_volume *v = ctx;
+    if (slot >= v->sb.members)
+        return;
+    pthread_mutex_lock(&v->lock);
+    if (v->sb.slots[slot].state != RK_SLOT_FAILED) {
+        v->sb.slots[slot].state = RK_SLOT_FAILED;
+        v->sb.events++;
+        rk_warn("member %s (slot %" PRIu32 ") failed (%s); marked failed, event %" PRIu64,
+                v->paths[slot] ? v->paths[slot] : "(missing)", slot,
+                strerror(error < 0 ? -error : error), v->sb.events);
+        if (!v->read_only)
+            vol_write_sbs(v, false);
+    }
+    pthread_mutex_unlock(&v->lock);
+}
+
+/* Free everything of a half-built or finished volume (no superblock writes). */
+static void vol_destroy(struct rk_volume *v)
+{
+    if (!v)
+        return;
+    rk_dev_close(v->ro);
+    rk_dev_close(v->raid);
+    for (int i = 0; i < RK_MAX_MEMBERS; i++) {
+        if (v->top[i] && v->top[i] != v->file[i])
+            rk_dev_close(v->top[i]);
+        rk_dev_close(v->file[i]);
+        free(v->paths[i]);
+    }
+    pthread_mutex_destroy(&v->lock);
+    free(v);
+}
+
+/* Append ", item" (or "item" when empty) to a message buffer, truncating quietly. */
+static void vol_append(char *buf, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void vol_append(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    if (used + 1 >= len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Check the scan for refusals (foreign, duplicate, conflicting members). 0 or -errno + err. */
+static int vol_check_scan(const struct meta_scan *s, char *err, size_t errlen)
+{
+    if (s->master < 0) {
+        for (int i = 0; i < s->n; i++)
+            if (s->m[i].cls != META_OK) {
+                rk_set_err(err, errlen, "no usable raidkit member: %s %s", s->m[i].path,
+                           s->m[i].reason);
+                return s->m[i].rc < 0 ? s->m[i].rc : -ENODEV;
+            }
+        rk_set_err(err, errlen, "no members given");
+        return -EINVAL;
+    }
+    for (int i = 0; i < s->n; i++) {
+        const struct meta_member *m = &s->m[i];
+        if (m->cls == META_FOREIGN || m->cls == META_DUPLICATE || m->cls == META_CONFLICT) {
+            rk_set_err(err, errlen, "member %s %s; refusing to assemble", m->path, m->reason);
+            return m->rc;
+        }
+    }
+    return 0;
+}
+
+static int vol_apply_faults(struct rk_volume *v, const struct rk_open_opts *o, char *err,
+                            size_t errlen)
+{
+    for (int k = 0; k < o->nfaults && k < RK_MAX_MEMBERS; k++) {
+        uint32_t slot = o->fault_slot[k];
+        if (slot >= v->sb.members || !v->file[slot]) {
+            rk_set_err(err, errlen, "fault injection: slot %" PRIu32 " has no member", slot);
+            return -EINVAL;
+        }
+        if (v->top[slot] == v->file[slot]) {
+            int r = rk_fault_open(v->file[slot], false, &v->top[slot]);
+            if (r < 0) {
+                v->top[slot] = v->file[slot];
+                rk_set_err(err, errlen, "fault injection on %s: %s", v->paths[slot], strerror(-r));
+                return r;
+            }
+        }
+        char ferr[200] = "";
+        const char *spec = o->fault_spec[k] ? o->fault_spec[k] : "";
+        int r = rk_fault_apply_spec(v->top[slot], spec, ferr, sizeof(ferr));
+        if (r < 0) {
+            rk_set_err(err, errlen, "fault spec '%s' for slot %" PRIu32 ": %s", spec, slot, ferr);
+            return r;
+        }
+    }
+    return 0;
+}
+
+int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
+                   struct rk_volume **out, char *err, size_t errlen)
+{
+    static const struct rk_open_opts defaults;
+    const struct rk_open_opts *o = opts ? opts : &defaults;
+    struct meta_scan *s = NULL;
+    struct rk_volume *v = NULL;
+    int r;
+    char uuid[RK_UUID_STR_LEN];
+
+    *out = NULL;
+    if (!paths || n <= 0 || n > RK_MAX_MEMBERS) {
+        rk_set_err(err, errlen, "need 1..%d member paths, got %d", RK_MAX_MEMBERS, n);
+        return -EINVAL;
+    }
+    s = calloc(1, sizeof(*s));
+    v = calloc(1, sizeof(*v));
+    if (!s || !v) {
+        free(v);
+        v = NULL;
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+    pthread_mutex_init(&v->lock, NULL);
+    v->read_only = o->read_only;
+    uint32_t flags = o->file_flags | (o->read_only ? RK_FILE_READ_ONLY : 0);
+    meta_scan(s, paths, n, flags, true);
+    r = vol_check_scan(s, err, errlen);
+    if (r)
+        goto out;
+    v->sb = s->m[s->master].sb;
+    rk_uuid_format(v->sb.array_uuid, uuid);
+
+    /* Members never used (stale, replaced, unreadable, corrupt) are named, then closed. */
+    char unusable[512] = "";
+    for (int i = 0; i < s->n; i++) {
+        struct meta_member *m = &s->m[i];
+        if (m->cls == META_OK)
+            continue;
+        rk_warn("member %s %s", m->path, m->reason);
+        vol_append(unusable, sizeof(unusable), "%s%s %s", unusable[0] ? "; " : "", m->path,
+                   m->reason);
+        rk_dev_close(m->dev);
+        m->dev = NULL;
+    }
+
+    /* Place members by slot; find active slots without a usable member. */
+    char missing[160] = "";
+    uint32_t nmissing = 0, nout = 0;
+    for (uint32_t i = 0; i < v->sb.members; i++) {
+        int idx = s->slot_member[i];
+        uint32_t state = v->sb.slots[i].state;
+        if (state != RK_SLOT_ACTIVE) {
+            /* Failed stays failed (the array already ran without it); spare and rebuilding
+             * slots hold no complete data, so the engine gets no device for them. */
+            nout++;
+            if (idx >= 0)
+                rk_warn("member %s holds slot %" PRIu32 ", recorded %s; not used", s->m[idx].path,
+                        i, rk_slot_state_name((int)state));
+            continue;
+        }
+        if (idx < 0) {
+            nmissing++;
+            nout++;
+            vol_append(missing, sizeof(missing), "%s%" PRIu32, missing[0] ? ", " : "", i);
+            continue;
+        }
+        v->file[i] = v->top[i] = s->m[idx].dev;
+        s->m[idx].dev = NULL; /* owned by the volume now */
+        v->paths[i] = strdup(s->m[idx].path);
+        if (!v->paths[i]) {
+            r = -ENOMEM;
+            rk_set_err(err, errlen, "out of memory");
+            goto out;
+        }
+    }
+    int maxf = rk_level_max_failed(v->sb.level, v->sb.members);
+    /* raid10 survives more than max_failed when the losses hit different mirrors: the
+     * engine decides (-ENODEV) for it. */
+    if ((int)nout > maxf && v->sb.level != RK_LEVEL_RAID10) {
+        rk_set_err(err, errlen,
+                   "array %s: %" PRIu32 " of %" PRIu32 " members unavailable, %s survives at most "
+                   "%d%s%s%s",
+                   uuid, nout, v->sb.members, rk_level_name(v->sb.level), maxf,
+                   unusable[0] ? " (" : "", unusable, unusable[0] ? ")" : "");
+        r = -ENODEV;
+        goto out;
+    }
+    if (nmissing && !o->degraded) {
+        rk_set_err(err, errlen,
+                   "array %s: slot%s %s %s active but %s no usable member%s%s%s; start with "
+                   "--degraded to run without %s",
+                   uuid, nmissing > 1 ? "s" : "", missing, nmissing > 1 ? "are" : "is",
+                   nmissing > 1 ? "have" : "has", unusable[0] ? " (" : "", unusable,
+                   unusable[0] ? ")" : "", nmissing > 1 ? "them" : "it");
+        r = -ENODEV;
+        goto out;
+    }
+    /* A crash may have left parity out of date; without the member, that block cannot be
+     * recomputed (write hole), so a dirty degraded parity array needs --force. */
+    if (v->sb.dirty == RK_SB_DIRTY && nout > 0 && !o->force &&
+        (v->sb.level == RK_LEVEL_RAID5 || v->sb.level == RK_LEVEL_RAID6)) {
+        rk_set_err(err, errlen,
+                   "array %s was not shut down cleanly and is degraded: parity may be stale "
+                   "(write hole); start with --force to accept that",
+                   uuid);
+        r = -EUCLEAN;
+        goto out;
+    }
+    v->was_dirty = v->sb.dirty == RK_SB_DIRTY;
+    if (v->was_dirty)
+        rk_warn("array %s was not shut down cleanly (superblock dirty)", uuid);
+    /* Missing from now on means failed: a member that comes back later is stale. */
+    for (uint32_t i = 0; i < v->sb.members; i++)
+        if (v->sb.slots[i].state == RK_SLOT_ACTIVE && !v->file[i])
+            v->sb.slots[i].state = RK_SLOT_FAILED;
+    /* Fault specs are checked (and wrappers built) before anything is written, so a bad spec
+     * changes no member. */
+    r = vol_apply_faults(v, o, err, errlen);
+    if (r)
+        goto out;
+    /* Dirty is durable before the first write can reach a member. It is written raw, past the
+     * fault wrappers: injected faults are for the data path of the running array. */
+    if (!v->read_only) {
+        if (nmissing)
+            v->sb.events++;
+        v->sb.dirty = RK_SB_DIRTY;
+        v->sb.events++;
+        r = vol_write_sbs(v, true);
+        if (r < 0) {
+            rk_set_err(err, errlen, "array %s: cannot mark the superblocks dirty: %s", uuid,
+                       strerror(-r));
+            goto out;
+        }
+    }
+    rk_sb_geom(&v->sb, &v->geom);
+    struct rk_raid_events ev = {.ctx = v, .member_failed = vol_member_failed};
+    r = rk_raid_open(&v->geom, v->top, &ev, &v->raid);
+    if (r < 0) {
+        v->raid = NULL;
+        rk_set_err(err, errlen, "array %s: cannot start %s: %s", uuid, rk_level_name(v->sb.level),
+                   r == -ENODEV ? "the missing members leave data unreachable" : strerror(-r));
+        goto undirty;
+    }
+    if (v->read_only && vol_ro_open(v) < 0) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+    if (nmissing)
+        rk_warn("array %s started degraded: slot%s %s missing", uuid, nmissing > 1 ? "s" : "",
+                missing);
+    *out = v;
+    v = NULL;
+    r = 0;
+    goto out;
+undirty:
+    /* Nothing was written through the array: put the clean flag back as it was. */
+    if (!v->read_only) {
+        v->sb.dirty = v->was_dirty ? RK_SB_DIRTY : RK_SB_CLEAN;
+        v->sb.events++;
+        vol_write_sbs(v, true);
+    }
+out:
+    if (s)
+        meta_scan_close(s);
+    free(s);
+    vol_destroy(v);
+    return r;
+}
+
+int rk_volume_close(struct rk_volume *v)
+{
+    if (!v)
+        return 0;
+    int r = rk_dev_flush(v->raid);
+    if (r < 0)
+        rk_err("array flush failed: %s; leaving it marked dirty", strerror(-r));
+    if (!v->read_only) {
+        pthread_mutex_lock(&v->lock);
+        if (r == 0) {
+            /* Clean only after everything acknowledged is durable (the flush above). */
+            v->sb.dirty = RK_SB_CLEAN;
+            v->sb.events++;
+            r = vol_write_sbs(v, false);
+        }
+        pthread_mutex_unlock(&v->lock);
+    }
+    vol_destroy(v);
+    return r;
+}
+
+static int vol_slot_state(struct rk_volume *v, uint32_t i)
+{
+    int st = v->raid ? rk_raid_slot_state(v->raid, i) : -EINVAL;
+    if (st < 0)
+        st = (int)v->sb.slots[i].state;
+    if (st == RK_SLOT_ACTIVE && !v->top[i])
+        st = RK_SLOT_MISSING;
+    return st;
+}
+
+char *rk_volume_status_json(struct rk_volume *v)
+{
+    char uuid[RK_UUID_STR_LEN];
+    if (!v)
+        return NULL;
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    pthread_mutex_lock(&v->lock);
+    cJSON_AddStringToObject(root, "array_uuid", rk_uuid_format(v->sb.array_uuid, uuid));
+    cJSON_AddStringToObject(root, "name", v->sb.name);
+    cJSON_AddStringToObject(root, "level", rk_level_name(v->sb.level));
+    cJSON_AddNumberToObject(root, "size", (double)v->sb.array_size);
+    cJSON_AddNumberToObject(root, "chunk", v->sb.chunk);
+    cJSON_AddNumberToObject(root, "members", v->sb.members);
+    cJSON_AddNumberToObject(root, "event", (double)v->sb.events);
+    cJSON_AddBoolToObject(root, "clean", v->sb.dirty == RK_SB_CLEAN);
+    cJSON_AddBoolToObject(root, "was_dirty", v->was_dirty);
+    cJSON_AddBoolToObject(root, "read_only", v->read_only);
+    cJSON *arr = cJSON_AddArrayToObject(root, "slots");
+    bool degraded = false;
+    for (uint32_t i = 0; arr && i < v->sb.members; i++) {
+        int st = vol_slot_state(v, i);
+        if (st != RK_SLOT_ACTIVE)
+            degraded = true;
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddNumberToObject(o, "slot", i);
+        if (v->paths[i])
+            cJSON_AddStringToObject(o, "path", v->paths[i]);
+        else
+            cJSON_AddNullToObject(o, "path");
+        cJSON_AddStringToObject(o, "state", rk_slot_state_name(st));
+        cJSON_AddNumberToObject(o, "data_size", (double)v->sb.slots[i].data_size);
+        if (v->sb.slots[i].state == RK_SLOT_REBUILDING)
+            cJSON_AddNumberToObject(o, "rebuild_offset", (double)v->sb.slots[i].rebuild_offset);
+        if (v->file[i])
+            cJSON_AddStringToObject(o, "io", v->file[i]->direct ? "direct" : "buffered");
+        cJSON_AddItemToArray(arr, o);
+    }
+    pthread_mutex_unlock(&v->lock);
+    cJSON_AddBoolToObject(root, "degraded", degraded);
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}

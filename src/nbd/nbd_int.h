@@ -1,0 +1,118 @@
+/* Internal state of the NBD server shared by its three files: server.c (listen, accept, worker
+ * pool, lifecycle), handshake.c (option haggling) and transmit.c (requests and replies). */
+#ifndef RK_NBD_INT_H
+#define RK_NBD_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "raidkit/device.h"
+#include "raidkit/nbd.h"
+
+/* Largest option payload we read during the handshake; bigger ones are drained and refused
+ * with NBD_REP_ERR_TOO_BIG, and beyond NBD_OPT_DRAIN_MAX the connection is dropped. */
+#define NBD_OPT_MAX       (64u * 1024)
+#define NBD_OPT_DRAIN_MAX (16u * 1024 * 1024)
+/* A WRITE whose payload exceeds max_request is drained and failed with EINVAL up to this size;
+ * larger ones are treated as a denial of service and the connection is dropped. */
+#define NBD_WRITE_DRAIN_MAX (64u * 1024 * 1024)
+/* Per-connection bounds on requests in flight (back-pressure for the reader). */
+#define NBD_CONN_MAX_REQS  128
+#define NBD_CONN_MAX_BYTES (256ull * 1024 * 1024)
+/* Request buffers start at this capacity so small I/O sizes never reallocate; buffers that grew
+ * beyond NBD_BUF_KEEP are given back when their request completes. */
+#define NBD_BUF_MIN  (128u * 1024)
+#define NBD_BUF_KEEP (8u * 1024 * 1024)
+
+struct nbd_conn;
+
+/* One request in flight; reused through the connection's free list (no malloc per request). */
+struct nbd_req {
+    struct nbd_conn *conn;
+    struct nbd_req *next; /* free list or pool queue link */
+    uint64_t handle;      /* opaque cookie echoed in the reply */
+    uint64_t off;
+    uint32_t len;
+    uint16_t type; /* NBD_CMD_* */
+    uint16_t flags;
+    void *buf; /* rk_buf_alloc'ed (4096-aligned for O_DIRECT members), cap bytes */
+    size_t cap;
+};
+
+/* One client connection, owned by its reader thread; freed by the accept loop after join. */
+struct nbd_conn {
+    struct rk_nbd_server *srv;
+    int fd;
+    pthread_t thread;
+    struct nbd_conn *next; /* srv->conns list, under srv->conn_lock */
+    bool finished;         /* reader thread is done; under srv->conn_lock */
+    bool structured;       /* NBD_OPT_STRUCTURED_REPLY negotiated */
+    bool no_zeroes;        /* client set NBD_FLAG_C_NO_ZEROES */
+
+    /* Serialises whole replies on the socket; replies of different requests never interleave. */
+    pthread_mutex_t send_lock;
+    atomic_bool send_failed; /* a send failed: the peer is gone, later replies are dropped */
+
+    /* lock protects the fields below it; cond signals a freed request (reader back-pressure and
+     * the drain at DISC/close). */
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct nbd_req *free_reqs;
+    int nreqs;          /* allocated nbd_req structs */
+    int outstanding;    /* requests handed to workers and not yet released */
+    uint64_t bytes_out; /* buffer bytes of outstanding requests */
+};
+
+struct rk_nbd_server {
+    struct rk_dev *dev;
+    char *export_name; /* never NULL */
+    char *description; /* may be NULL */
+    bool read_only;
+    int nthreads;
+    uint32_t max_request;
+    uint32_t pref_block; /* NBD_INFO_BLOCK_SIZE preferred */
+    uint16_t tflags;     /* transmission flags sent to every client */
+
+    int listen_fd;
+    int stop_fd;     /* eventfd written by rk_nbd_server_stop */
+    char *unix_path; /* socket file to unlink at destroy, NULL for TCP */
+
+    /* Worker pool: queue of requests ready to execute. q_lock protects q_* and pool_stop. */
+    pthread_mutex_t q_lock;
+    pthread_cond_t q_cond;
+    struct nbd_req *q_head, *q_tail;
+    int q_idle; /* workers waiting on q_cond (skip the signal when none waits) */
+    bool pool_stop;
+    pthread_t *workers;
+    int nworkers;
+
+    /* Connections. conn_lock protects conns, and each conn's finished flag. */
+    pthread_mutex_t conn_lock;
+    struct nbd_conn *conns;
+    atomic_bool stopping; /* stop requested: handshakes refuse, readers stop reading */
+};
+
+/* handshake.c: negotiate with a new client. 0 = enter transmission, <0 = close it. */
+int nbd_handshake(struct nbd_conn *c);
+
+/* transmit.c: the reader loop of one connection in transmission phase; returns when the client
+ * disconnects (every outstanding request has then finished and been answered). */
+void nbd_conn_serve(struct nbd_conn *c);
+/* transmit.c: run one queued request and send its reply (worker thread). */
+void nbd_req_execute(struct nbd_req *r);
+
+/* server.c: hand a request to the worker pool. */
+void nbd_pool_push(struct rk_nbd_server *srv, struct nbd_req *r);
+
+/* Socket helpers (transmit.c): whole-buffer receive and vectored send; 0 or -errno
+ * (-ECONNRESET for EOF). */
+int nbd_recv_all(int fd, void *buf, size_t len);
+int nbd_send_iov(int fd, struct iovec *iov, int n);
+/* Read and throw away len bytes. */
+int nbd_drain(int fd, uint64_t len);
+
+#endif

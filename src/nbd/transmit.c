@@ -1,0 +1,356 @@
+/* NBD transmission phase (nbd-proto.md "Transmission", "Request types", "Error values"): the
+ * per-connection reader validates each request once, workers run it and reply out of order. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/util.h"
+#include "nbd/nbd_int.h"
+#include "nbd/proto.h"
+
+int nbd_recv_all(int fd, void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    while (len) {
+        ssize_t n = recv(fd, p, len, MSG_WAITALL);
+        if (n == 0)
+            return -ECONNRESET;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int nbd_send_iov(int fd, struct iovec *iov, int n)
+{
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+    for (;;) {
+        ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        /* Partial send: skip what went out and send the rest. */
+        size_t done = (size_t)w;
+        while (msg.msg_iovlen && done >= msg.msg_iov->iov_len) {
+            done -= msg.msg_iov->iov_len;
+            msg.msg_iov++;
+            msg.msg_iovlen--;
+        }
+        if (!msg.msg_iovlen)
+            return 0;
+        msg.msg_iov->iov_base = (uint8_t *)msg.msg_iov->iov_base + done;
+        msg.msg_iov->iov_len -= done;
+    }
+}
+
+int nbd_drain(int fd, uint64_t len)
+{
+    uint8_t scratch[16384];
+    while (len) {
+        size_t n = len < sizeof(scratch) ? (size_t)len : sizeof(scratch);
+        int r = nbd_recv_all(fd, scratch, n);
+        if (r)
+            return r;
+        len -= n;
+    }
+    return 0;
+}
+
+/* The only place -errno becomes an NBD error value. */
+static uint32_t nbd_errno(int r)
+{
+    switch (-r) {
+    case 0:
+        return 0;
+    case EPERM:
+    case EROFS:
+        return NBD_EPERM;
+    case ENOMEM:
+        return NBD_ENOMEM;
+    case EINVAL:
+        return NBD_EINVAL;
+    case ENOSPC:
+    case EDQUOT:
+    case EFBIG:
+        return NBD_ENOSPC;
+    case EOVERFLOW:
+        return NBD_EOVERFLOW;
+    case ENOTSUP:
+        return NBD_ENOTSUP;
+    case ESHUTDOWN:
+        return NBD_ESHUTDOWN;
+    default:
+        return NBD_EIO;
+    }
+}
+
+/* Send one whole reply under the send lock. After a failed send the peer is unusable: wake the
+ * reader (shutdown) and drop later replies. */
+static void nbd_send_locked(struct nbd_conn *c, struct iovec *iov, int n)
+{
+    if (atomic_load_explicit(&c->send_failed, memory_order_relaxed))
+        return;
+    pthread_mutex_lock(&c->send_lock);
+    int r = nbd_send_iov(c->fd, iov, n);
+    pthread_mutex_unlock(&c->send_lock);
+    if (r) {
+        atomic_store(&c->send_failed, true);
+        shutdown(c->fd, SHUT_RDWR);
+    }
+}
+
+/* Reply to a request: err is an NBD error value. READ data (err == 0) follows the header; with
+ * structured replies a READ is answered with OFFSET_DATA (or NONE when empty) or ERROR chunks,
+ * never a simple reply. */
+static void nbd_reply(struct nbd_conn *c, uint64_t handle, uint16_t type, uint32_t err,
+                      uint64_t off, void *data, uint32_t len)
+{
+    uint8_t hdr[NBD_STRUCTURED_SIZE + 8];
+    struct iovec iov[2] = {{.iov_base = hdr}, {.iov_base = data, .iov_len = 0}};
+    if (!c->structured || type != NBD_CMD_READ) {
+        rk_put_be32(hdr, NBD_SIMPLE_MAGIC);
+        rk_put_be32(hdr + 4, err);
+        rk_put_be64(hdr + 8, handle);
+        iov[0].iov_len = NBD_SIMPLE_SIZE;
+        if (!err && type == NBD_CMD_READ)
+            iov[1].iov_len = len;
+        nbd_send_locked(c, iov, 2);
+        return;
+    }
+    rk_put_be32(hdr, NBD_STRUCTURED_MAGIC);
+    rk_put_be16(hdr + 4, NBD_REPLY_FLAG_DONE);
+    rk_put_be64(hdr + 8, handle);
+    if (err) {
+        /* Error chunk payload: 32-bit error, 16-bit message length (no message). */
+        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_ERROR);
+        rk_put_be32(hdr + 16, 6);
+        rk_put_be32(hdr + 20, err);
+        rk_put_be16(hdr + 24, 0);
+        iov[0].iov_len = NBD_STRUCTURED_SIZE + 6;
+    } else if (len == 0) {
+        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_NONE);
+        rk_put_be32(hdr + 16, 0);
+        iov[0].iov_len = NBD_STRUCTURED_SIZE;
+    } else {
+        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_OFFSET_DATA);
+        rk_put_be32(hdr + 16, 8 + len);
+        rk_put_be64(hdr + 20, off);
+        iov[0].iov_len = NBD_STRUCTURED_SIZE + 8;
+        iov[1].iov_len = len;
+    }
+    nbd_send_locked(c, iov, 2);
+}
+
+/* Take a free request with a buffer of at least len bytes, waiting while the connection is at
+ * its bounds. NULL when out of memory. */
+static struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len)
+{
+    struct nbd_req *r = NULL;
+    pthread_mutex_lock(&c->lock);
+    while (c->outstanding > 0 && ((!c->free_reqs && c->nreqs >= NBD_CONN_MAX_REQS) ||
+                                  c->bytes_out + len > NBD_CONN_MAX_BYTES))
+        pthread_cond_wait(&c->cond, &c->lock);
+    /* Prefer a free request whose buffer is already big enough. */
+    struct nbd_req **pp = &c->free_reqs;
+    while (*pp && (*pp)->cap < len)
+        pp = &(*pp)->next;
+    if (!*pp)
+        pp = &c->free_reqs;
+    if (*pp) {
+        r = *pp;
+        *pp = r->next;
+    } else {
+        r = calloc(1, sizeof(*r));
+        if (r) {
+            r->conn = c;
+            c->nreqs++;
+        }
+    }
+    if (r) {
+        c->outstanding++;
+        c->bytes_out += len;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (r && r->cap < len) {
+        size_t cap = ((size_t)len + 4095) & ~(size_t)4095;
+        if (cap < NBD_BUF_MIN)
+            cap = NBD_BUF_MIN;
+        free(r->buf);
+        r->buf = rk_buf_alloc(cap);
+        r->cap = r->buf ? cap : 0;
+        if (!r->buf) {
+            r->len = len;
+            r->next = NULL;
+            pthread_mutex_lock(&c->lock);
+            r->next = c->free_reqs;
+            c->free_reqs = r;
+            c->outstanding--;
+            c->bytes_out -= len;
+            pthread_cond_broadcast(&c->cond);
+            pthread_mutex_unlock(&c->lock);
+            return NULL;
+        }
+    }
+    if (r)
+        r->len = len;
+    return r;
+}
+
+/* Return a finished request (its reply already sent) to the free list. */
+static void nbd_req_put(struct nbd_req *r, uint32_t accounted)
+{
+    struct nbd_conn *c = r->conn;
+    if (r->cap > NBD_BUF_KEEP) {
+        free(r->buf);
+        r->buf = NULL;
+        r->cap = 0;
+    }
+    pthread_mutex_lock(&c->lock);
+    r->next = c->free_reqs;
+    c->free_reqs = r;
+    c->outstanding--;
+    c->bytes_out -= accounted;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Buffer bytes a request holds in the connection's budget. */
+static uint32_t nbd_req_bytes(const struct nbd_req *r)
+{
+    return r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE ? r->len : 0;
+}
+
+void nbd_req_execute(struct nbd_req *r)
+{
+    struct nbd_conn *c = r->conn;
+    struct rk_dev *dev = c->srv->dev;
+    int ret = 0;
+    switch (r->type) {
+    case NBD_CMD_READ:
+        ret = rk_dev_read(dev, r->buf, r->len, r->off);
+        break;
+    case NBD_CMD_WRITE:
+        ret = rk_dev_write(dev, r->buf, r->len, r->off,
+                           r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0);
+        break;
+    case NBD_CMD_FLUSH:
+        ret = rk_dev_flush(dev);
+        break;
+    case NBD_CMD_TRIM:
+        ret = rk_dev_discard(dev, r->len, r->off);
+        if (!ret && (r->flags & NBD_CMD_FLAG_FUA))
+            ret = rk_dev_flush(dev);
+        break;
+    case NBD_CMD_WRITE_ZEROES:
+        ret = rk_dev_write_zeroes(dev, r->len, r->off,
+                                  (r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0) |
+                                      (r->flags & NBD_CMD_FLAG_NO_HOLE ? RK_ZERO_NO_HOLE : 0));
+        break;
+    }
+    nbd_reply(c, r->handle, r->type, nbd_errno(ret), r->off, r->buf, r->len);
+    nbd_req_put(r, nbd_req_bytes(r));
+}
+
+/* Check a request once, here at the edge: 0 or -errno for the reply. */
+static int nbd_validate(struct nbd_conn *c, uint16_t type, uint16_t flags, uint64_t off,
+                        uint32_t len)
+{
+    struct rk_nbd_server *srv = c->srv;
+    uint16_t allowed;
+    enum rk_op op;
+    switch (type) {
+    case NBD_CMD_READ:
+        allowed = 0;
+        op = RK_OP_READ;
+        break;
+    case NBD_CMD_WRITE:
+        allowed = NBD_CMD_FLAG_FUA;
+        op = RK_OP_WRITE;
+        break;
+    case NBD_CMD_FLUSH:
+        allowed = 0;
+        op = RK_OP_FLUSH;
+        break;
+    case NBD_CMD_TRIM:
+        allowed = NBD_CMD_FLAG_FUA;
+        op = RK_OP_DISCARD;
+        break;
+    case NBD_CMD_WRITE_ZEROES:
+        allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
+        op = RK_OP_WRITE_ZEROES;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (flags & ~allowed)
+        return -EINVAL;
+    if (srv->read_only && (op == RK_OP_WRITE || op == RK_OP_DISCARD || op == RK_OP_WRITE_ZEROES))
+        return -EPERM;
+    if ((op == RK_OP_READ || op == RK_OP_WRITE) && len > srv->max_request)
+        return -EINVAL;
+    return rk_dev_check_range(srv->dev, op, len, off);
+}
+
+void nbd_conn_serve(struct nbd_conn *c)
+{
+    struct rk_nbd_server *srv = c->srv;
+    for (;;) {
+        uint8_t h[NBD_REQUEST_SIZE];
+        if (nbd_recv_all(c->fd, h, sizeof(h)))
+            break;
+        if (rk_get_be32(h) != NBD_REQUEST_MAGIC) {
+            rk_debug("nbd: bad request magic, closing");
+            break;
+        }
+        uint16_t flags = rk_get_be16(h + 4), type = rk_get_be16(h + 6);
+        uint64_t handle = rk_get_be64(h + 8), off = rk_get_be64(h + 16);
+        uint32_t len = rk_get_be32(h + 24);
+        if (type == NBD_CMD_DISC)
+            break;
+
+        int err = nbd_validate(c, type, flags, off, len);
+        if (err) {
+            /* A WRITE's payload always follows; consume it to stay in sync. */
+            if (type == NBD_CMD_WRITE && (len > NBD_WRITE_DRAIN_MAX || nbd_drain(c->fd, len) != 0))
+                break;
+            nbd_reply(c, handle, type, nbd_errno(err), off, NULL, 0);
+            continue;
+        }
+        bool has_buf = type == NBD_CMD_READ || type == NBD_CMD_WRITE;
+        if (has_buf && len == 0) {
+            nbd_reply(c, handle, type, 0, off, NULL, 0);
+            continue;
+        }
+        struct nbd_req *r = nbd_req_get(c, has_buf ? len : 0);
+        if (!r) {
+            if (type == NBD_CMD_WRITE && nbd_drain(c->fd, len) != 0)
+                break;
+            nbd_reply(c, handle, type, NBD_ENOMEM, off, NULL, 0);
+            continue;
+        }
+        r->handle = handle;
+        r->type = type;
+        r->flags = flags;
+        r->off = off;
+        r->len = len;
+        if (type == NBD_CMD_WRITE && nbd_recv_all(c->fd, r->buf, len) != 0) {
+            nbd_req_put(r, len);
+            break;
+        }
+        nbd_pool_push(srv, r);
+    }
+    /* DISC or EOF: every request already read finishes and is answered before we close. */
+    pthread_mutex_lock(&c->lock);
+    while (c->outstanding > 0)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,43 @@
+/* raid1: n-way mirror, every slot holds the whole array at the same offset. The array is as
+ * large as the smallest slot; any one live slot holds all data. */
+#include "raid/raid_int.h"
+
+static void raid1_setup(struct raid_layout *l)
+{
+    l->size = l->min_data;
+}
+
+/* Runs end at chunk boundaries (in array space) so that one large read is spread over the
+ * mirrors piece by piece; writes to one slot are merged again by the engine. */
+static int raid1_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies,
+                     int max, uint64_t *run)
+{
+    uint32_t n = l->g.members;
+    for (uint32_t i = 0; i < n && (int)i < max; i++) {
+        copies[i].slot = i;
+        copies[i].member_off = off;
+    }
+    *run = l->g.chunk - off % l->g.chunk;
+    return (int)n;
+}
+
+static int raid1_max_failed(uint32_t members)
+{
+    return (int)members - 1;
+}
+
+static bool raid1_survives(const struct raid_layout *l, uint32_t alive)
+{
+    return (alive & raid_all_mask(l->g.members)) != 0;
+}
+
+const struct raid_level raid_level_raid1 = {
+    .level = RK_LEVEL_RAID1,
+    .name = "raid1",
+    .min_members = 2,
+    .max_copies = 0,
+    .max_failed = raid1_max_failed,
+    .setup = raid1_setup,
+    .map = raid1_map,
+    .survives = raid1_survives,
+};

@@ -1,0 +1,87 @@
+/* Internal interface of the RAID engine: the per-level table and the precomputed layout that
+ * the pure mapping functions (geom.c) and the I/O engine (engine.c) share. */
+#ifndef RK_RAID_INT_H
+#define RK_RAID_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raidkit/raid.h"
+
+/*
+ * A zone of a striped or concatenated layout: array bytes [array_start, array_start+array_len)
+ * are striped chunk by chunk, in slot order, across slots[0..nslots-1], starting at byte
+ * member_start of each of those slots' data areas. linear uses one zone per slot (nslots 1),
+ * raid0 one zone per distinct data size (md "zones").
+ */
+struct raid_zone {
+    uint64_t array_start;
+    uint64_t array_len;
+    uint64_t member_start;
+    uint32_t nslots;
+    uint8_t slots[RK_MAX_MEMBERS];
+};
+
+/* Everything the mapping needs, computed once from a geometry by the level's setup(). */
+struct raid_layout {
+    struct rk_raid_geom g;
+    const struct raid_level *lvl;
+    uint64_t size;     /* array bytes */
+    uint64_t min_data; /* smallest data_size over the slots */
+    uint32_t nzones;   /* linear/raid0 only */
+    struct raid_zone zones[RK_MAX_MEMBERS];
+};
+
+/*
+ * One RAID level (SPDK's raid_bdev_module). The engine is generic over "copies": every array
+ * byte lives at one place per copy (linear/raid0: 1, raid1: members, raid10: 2); reads pick one
+ * live copy, writes go to every live copy. Parity levels will add their own request hook here
+ * (with stripe locking) and leave map() for the data placement only.
+ */
+struct raid_level {
+    int level;
+    const char *name;
+    uint32_t min_members;
+    uint32_t max_copies; /* upper bound of map()'s copy count (0 = members) */
+    /* Members that may be missing while all data stays reachable (guaranteed). */
+    int (*max_failed)(uint32_t members);
+    /* Fill l->size (and zones) from l->g, which is already checked. */
+    void (*setup)(struct raid_layout *l);
+    /* Map array offset off (< l->size); see rk_raid_map. */
+    int (*map)(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies, int max,
+               uint64_t *run);
+    /* True when every array byte has a copy on a slot in alive (bit i = slot i usable). */
+    bool (*survives)(const struct raid_layout *l, uint32_t alive);
+};
+
+extern const struct raid_level raid_level_linear;
+extern const struct raid_level raid_level_raid0;
+extern const struct raid_level raid_level_raid1;
+extern const struct raid_level raid_level_raid10;
+
+/* The table entry of a level, or NULL when the engine has no implementation (yet). */
+const struct raid_level *raid_level_get(int level);
+
+/* Build the layout of a checked geometry; -EINVAL when g is invalid, -EOPNOTSUPP when the
+ * level has no engine implementation. */
+int raid_layout_init(struct raid_layout *l, const struct rk_raid_geom *g);
+
+/* Zone helpers shared by linear and raid0. */
+int raid_zone_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies, int max,
+                  uint64_t *run, bool run_to_zone_end);
+
+static inline uint64_t raid_min_data(const struct rk_raid_geom *g)
+{
+    uint64_t m = g->data_size[0];
+    for (uint32_t i = 1; i < g->members; i++)
+        if (g->data_size[i] < m)
+            m = g->data_size[i];
+    return m;
+}
+
+static inline uint32_t raid_all_mask(uint32_t members)
+{
+    return members >= 32 ? 0xffffffffu : (1u << members) - 1;
+}
+
+#endif

@@ -1,0 +1,419 @@
+/* Unit tests of the fault member: pass-through, EIO ranges, fail-all, fail-after-writes, the
+ * spec parser, and power cut with its undo log (over memory and over a real file member). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "raidkit/member.h"
+
+#define SZ (1u << 20)
+
+struct fx {
+    struct rk_dev *child, *dev;
+    uint8_t *buf, *got;
+};
+
+static int setup(void **state)
+{
+    struct fx *x = calloc(1, sizeof(*x));
+    *state = x;
+    if (rk_mem_open(SZ, 512, &x->child) || rk_fault_open(x->child, true, &x->dev))
+        return -1;
+    x->buf = rk_buf_alloc(SZ);
+    x->got = rk_buf_alloc(SZ);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *x = *state;
+    rk_dev_close(x->dev); /* owns the child */
+    free(x->buf);
+    free(x->got);
+    free(x);
+    return 0;
+}
+
+static void pattern(uint8_t *buf, size_t len, int seed)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(seed * 31 + i * 7 + i / 512);
+}
+
+static void test_passthrough(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    assert_string_equal(d->ops->kind, "fault");
+    assert_int_equal(d->size, x->child->size);
+    assert_int_equal(d->block_size, x->child->block_size);
+    assert_int_equal(d->direct, x->child->direct);
+    pattern(x->buf, 8192, 1);
+    assert_int_equal(rk_dev_write(d, x->buf, 8192, 4096, 0), 0);
+    assert_int_equal(rk_dev_read(x->child, x->got, 8192, 4096), 0);
+    assert_memory_equal(x->got, x->buf, 8192);
+    memset(x->got, 0, 8192);
+    assert_int_equal(rk_dev_read(d, x->got, 8192, 4096), 0);
+    assert_memory_equal(x->got, x->buf, 8192);
+    assert_int_equal(rk_dev_flush(d), 0);
+    assert_int_equal(rk_dev_write_zeroes(d, 4096, 4096, 0), 0);
+    assert_int_equal(rk_dev_discard(d, 4096, 8192), 0);
+    assert_int_equal(rk_dev_read(x->child, x->got, 8192, 4096), 0);
+    for (int i = 0; i < 8192; i++)
+        assert_int_equal(x->got[i], 0);
+    /* Asynchronous submission. */
+    struct rk_io_batch b;
+    struct rk_io io = {.dev = d, .op = RK_OP_WRITE, .buf = x->buf, .len = 4096, .off = 0};
+    rk_io_batch_init(&b);
+    rk_io_submit(&b, &io);
+    assert_int_equal(rk_io_batch_wait(&b), 0);
+    io = (struct rk_io){.dev = d, .op = RK_OP_READ, .buf = x->got, .len = 4096, .off = 0};
+    rk_io_submit(&b, &io);
+    assert_int_equal(rk_io_batch_wait(&b), 0);
+    assert_memory_equal(x->got, x->buf, 4096);
+    rk_io_batch_destroy(&b);
+    assert_int_equal(d->inflight, 0);
+}
+
+static void test_read_range(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    assert_int_equal(rk_fault_add_range(d, RK_FAULT_READ, 4096, 4096), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 0), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 8192), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 4096), -EIO);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 8192 - 512), -EIO);
+    assert_int_equal(rk_dev_read(d, x->got, 65536, 0), -EIO);
+    /* Writes to the range still work. */
+    pattern(x->buf, 4096, 2);
+    assert_int_equal(rk_dev_write(d, x->buf, 4096, 4096, 0), 0);
+    assert_int_equal(rk_dev_write_zeroes(d, 512, 4096, 0), 0);
+    assert_int_equal(rk_dev_flush(d), 0);
+    rk_fault_clear(d);
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 4096), 0);
+}
+
+static void test_write_range(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    assert_int_equal(rk_fault_add_range(d, RK_FAULT_WRITE, 65536, 512), 0);
+    pattern(x->buf, 65536, 3);
+    assert_int_equal(rk_dev_write(d, x->buf, 65536, 0, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 4096, 65536 - 2048, 0), -EIO);
+    assert_int_equal(rk_dev_write_zeroes(d, 512, 65536, 0), -EIO);
+    assert_int_equal(rk_dev_discard(d, 131072, 0), -EIO);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 65536 + 512, 0), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 65536), 0); /* reads unaffected */
+    struct rk_io_batch b;
+    struct rk_io io = {.dev = d, .op = RK_OP_WRITE, .buf = x->buf, .len = 512, .off = 65536};
+    rk_io_batch_init(&b);
+    rk_io_submit(&b, &io);
+    assert_int_equal(rk_io_batch_wait(&b), 1);
+    assert_int_equal(io.result, -EIO);
+    rk_io_batch_destroy(&b);
+    /* The failed writes never reached the child. */
+    assert_int_equal(rk_dev_read(x->child, x->got, 65536, 0), 0);
+    assert_memory_equal(x->got, x->buf, 65536);
+}
+
+static void test_range_limits(void **state)
+{
+    struct fx *x = *state;
+    for (int i = 0; i < 16; i++)
+        assert_int_equal(rk_fault_add_range(x->dev, RK_FAULT_READ, (uint64_t)i * 4096, 512), 0);
+    assert_int_equal(rk_fault_add_range(x->dev, RK_FAULT_READ, 0, 512), -ENOSPC);
+    rk_fault_clear(x->dev);
+    assert_int_equal(rk_fault_add_range(x->dev, RK_FAULT_READ, 0, 512), 0);
+    assert_int_equal(rk_fault_add_range(x->dev, RK_FAULT_READ, 0, 0), -EINVAL);
+    assert_int_equal(rk_fault_add_range(x->dev, 0, 0, 512), -EINVAL);
+    assert_int_equal(rk_fault_add_range(x->child, RK_FAULT_READ, 0, 512), -EINVAL);
+}
+
+static void test_fail_all(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    rk_fault_fail_all(d, true);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), -EIO);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), -EIO);
+    assert_int_equal(rk_dev_flush(d), -EIO);
+    assert_int_equal(rk_dev_discard(d, 512, 0), -EIO);
+    assert_int_equal(rk_dev_write_zeroes(d, 512, 0, 0), -EIO);
+    rk_fault_fail_all(d, false);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    assert_int_equal(rk_dev_flush(d), 0);
+}
+
+static void test_fail_after_writes(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    rk_fault_fail_after_writes(d, 2);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 512, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 1024, 0), -EIO);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), -EIO);
+    assert_int_equal(rk_dev_flush(d), -EIO);
+    rk_fault_clear(d);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    rk_fault_fail_after_writes(d, 0);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), -EIO);
+}
+
+/* The count is exact under concurrency: 4 threads x 50 writes, 120 allowed. */
+struct faw_arg {
+    struct rk_dev *dev;
+    int thread;
+    int ok;
+};
+
+static void *faw_worker(void *p)
+{
+    struct faw_arg *a = p;
+    uint8_t *buf = rk_buf_alloc(512);
+    memset(buf, 1, 512);
+    for (int i = 0; i < 50; i++)
+        if (rk_dev_write(a->dev, buf, 512, (uint64_t)(a->thread * 50 + i) * 512, 0) == 0)
+            a->ok++;
+    free(buf);
+    return NULL;
+}
+
+static void test_fail_after_threads(void **state)
+{
+    struct fx *x = *state;
+    pthread_t th[4];
+    struct faw_arg a[4];
+    rk_fault_fail_after_writes(x->dev, 120);
+    for (int i = 0; i < 4; i++) {
+        a[i] = (struct faw_arg){.dev = x->dev, .thread = i};
+        pthread_create(&th[i], NULL, faw_worker, &a[i]);
+    }
+    int ok = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(th[i], NULL);
+        ok += a[i].ok;
+    }
+    assert_int_equal(ok, 120);
+}
+
+static void test_spec(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    char err[256];
+    assert_int_equal(
+        rk_fault_apply_spec(d, "read-eio=64K+4K,write-eio=0+512,eio=1M-8K+4K", err, sizeof(err)),
+        -EINVAL); /* "1M-8K" is not a size */
+    assert_non_null(strstr(err, "1M-8K"));
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 65536), 0); /* nothing applied */
+    assert_int_equal(
+        rk_fault_apply_spec(d, "read-eio=64K+4K,write-eio=0+512,eio=8K+4K", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 4096, 65536), -EIO);
+    assert_int_equal(rk_dev_write(d, x->buf, 4096, 65536, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), -EIO);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 8192), -EIO);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 8192 + 3584, 0), -EIO);
+    rk_fault_clear(d);
+    assert_int_equal(rk_fault_apply_spec(d, "fail-after-writes=1", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), -EIO);
+    rk_fault_clear(d);
+    assert_int_equal(rk_fault_apply_spec(d, "fail-all", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_flush(d), -EIO);
+    rk_fault_clear(d);
+
+    const char *bad[] = {
+        "bogus",
+        "read-eio=1M",
+        "read-eio=x+4K",
+        "eio=0+0",
+        "eio=+4K",
+        "fail-after-writes=abc",
+        "fail-after-writes=",
+        "fail-all,,fail-all",
+        "fail-all,",
+        "write-eio=18446744073709551615+2",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(rk_fault_apply_spec(d, bad[i], err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "fault spec"));
+    }
+    assert_int_equal(rk_fault_apply_spec(d, NULL, err, sizeof(err)), 0); /* nothing to do */
+    assert_int_equal(rk_fault_apply_spec(d, "", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    assert_int_equal(rk_fault_apply_spec(x->child, "fail-all", err, sizeof(err)), -EINVAL);
+    /* Too many ranges: refused as a whole. */
+    char many[1024] = "";
+    size_t n = 0;
+    for (int i = 0; i < 17; i++)
+        n += (size_t)snprintf(many + n, sizeof(many) - n, "%seio=%dK+1K", i ? "," : "", i * 4);
+    assert_int_equal(rk_fault_apply_spec(d, many, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "16"));
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+    /* Nothing of a failed spec was applied. */
+    assert_int_equal(rk_fault_apply_spec(d, "fail-all,bogus", err, sizeof(err)), -EINVAL);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), 0);
+}
+
+/* Write A, flush, write B (unflushed, overlapping A), FUA write C (overlapping B), cut:
+ * the child holds A and C, B is gone, and every later request fails. */
+static void power_cut_scenario(struct rk_dev *child, struct rk_dev *d, bool async)
+{
+    const uint64_t K = 1024;
+    uint8_t *a = rk_buf_alloc(16 * K), *b = rk_buf_alloc(16 * K), *c = rk_buf_alloc(8 * K);
+    uint8_t *want = calloc(1, 64 * K), *got = rk_buf_alloc(64 * K);
+    pattern(a, 16 * K, 10);
+    pattern(b, 16 * K, 11);
+    pattern(c, 8 * K, 12);
+    struct rk_io_batch bt;
+    rk_io_batch_init(&bt);
+    struct rk_io io[3] = {
+        {.dev = d, .op = RK_OP_WRITE, .buf = a, .len = 16 * K, .off = 0},
+        {.dev = d, .op = RK_OP_WRITE, .buf = b, .len = 16 * K, .off = 8 * K},
+        {.dev = d, .op = RK_OP_WRITE, .buf = c, .len = 8 * K, .off = 20 * K, .flags = 1},
+    };
+    for (int i = 0; i < 3; i++) {
+        if (async) {
+            rk_io_submit(&bt, &io[i]);
+            assert_int_equal(rk_io_batch_wait(&bt), 0);
+        } else {
+            assert_int_equal(rk_dev_write(d, io[i].buf, io[i].len, io[i].off, io[i].flags), 0);
+        }
+        if (i == 0)
+            assert_int_equal(rk_dev_flush(d), 0);
+    }
+    /* Two unflushed writes to one place: undone newest first, the oldest content returns. */
+    assert_int_equal(rk_dev_write(d, c, 4 * K, 40 * K, 0), 0);
+    assert_int_equal(rk_dev_write(d, a, 4 * K, 40 * K, 0), 0);
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    memcpy(want, a, 16 * K);
+    memcpy(want + 20 * K, c, 8 * K);
+    assert_int_equal(rk_dev_read(child, got, 64 * K, 0), 0);
+    assert_memory_equal(got, want, 64 * K);
+    assert_int_equal(rk_dev_read(d, got, 512, 0), -EIO);
+    assert_int_equal(rk_dev_write(d, a, 512, 0, 0), -EIO);
+    assert_int_equal(rk_dev_flush(d), -EIO);
+    rk_fault_clear(d); /* a power cut is not undone by clear */
+    assert_int_equal(rk_dev_read(d, got, 512, 0), -EIO);
+    if (async) {
+        rk_io_submit(&bt, &io[0]);
+        assert_int_equal(rk_io_batch_wait(&bt), 1);
+        assert_int_equal(io[0].result, -EIO);
+    }
+    rk_io_batch_destroy(&bt);
+    free(a);
+    free(b);
+    free(c);
+    free(want);
+    free(got);
+}
+
+static void test_power_cut_mem(void **state)
+{
+    struct fx *x = *state;
+    power_cut_scenario(x->child, x->dev, false);
+}
+
+/* The same over a real file member with io_uring, writes submitted asynchronously. */
+static void test_power_cut_file(void **state)
+{
+    char dir[] = "/tmp/rk-fault-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/m0", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0600);
+    assert_true(fd >= 0);
+    assert_int_equal(ftruncate(fd, SZ), 0);
+    close(fd);
+    struct rk_dev *file, *d;
+    assert_int_equal(rk_file_open(path, 0, &file), 0);
+    assert_int_equal(rk_fault_open(file, false, &d), 0);
+    assert_int_equal(d->direct, file->direct);
+    power_cut_scenario(file, d, true);
+    assert_int_equal(d->inflight, 0);
+    rk_dev_close(d);
+    rk_dev_close(file);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* A flush drops only what it covers; writes after it are still undone. */
+static void test_power_cut_after_flush(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    pattern(x->buf, 16384, 20);
+    assert_int_equal(rk_dev_write(d, x->buf, 8192, 0, 0), 0);
+    assert_int_equal(rk_dev_flush(d), 0);
+    assert_int_equal(rk_dev_write(d, x->buf + 8192, 4096, 0, 0), 0);
+    assert_int_equal(rk_dev_write_zeroes(d, 4096, 4096, 0), 0);
+    assert_int_equal(rk_dev_discard(d, 4096, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf + 8192, 8192, 8192, RK_WRITE_FUA), 0);
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    assert_int_equal(rk_dev_read(x->child, x->got, 16384, 0), 0);
+    assert_memory_equal(x->got, x->buf, 8192);
+    assert_memory_equal(x->got + 8192, x->buf + 8192, 8192);
+    assert_int_equal(rk_fault_power_cut(d), 0); /* a second cut has nothing to undo */
+    assert_int_equal(rk_dev_read(x->child, x->got, 16384, 0), 0);
+    assert_memory_equal(x->got, x->buf, 16384);
+}
+
+/* The undo log is bounded: beyond 64 MiB unflushed, the oldest writes become permanent while
+ * the newest are still undone. */
+static void test_undo_bound(void **state)
+{
+    struct rk_dev *mem, *d;
+    const uint64_t M = 1 << 20;
+    assert_int_equal(rk_mem_open(96 * M, 4096, &mem), 0);
+    assert_int_equal(rk_fault_open(mem, true, &d), 0);
+    uint8_t *buf = rk_buf_alloc(M), *got = rk_buf_alloc(M);
+    for (int i = 0; i < 80; i++) {
+        pattern(buf, M, 40 + i);
+        assert_int_equal(rk_dev_write(d, buf, M, (uint64_t)i * M, 0), 0);
+    }
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    pattern(buf, M, 40);
+    assert_int_equal(rk_dev_read(mem, got, M, 0), 0);
+    assert_memory_equal(got, buf, M); /* oldest: kept */
+    assert_int_equal(rk_dev_read(mem, got, M, 79 * M), 0);
+    for (uint64_t i = 0; i < M; i++) /* newest: undone */
+        assert_int_equal(got[i], 0);
+    free(buf);
+    free(got);
+    rk_dev_close(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_range_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_after_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fail_after_threads, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spec, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_cut_mem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_power_cut_after_flush, setup, teardown),
+        cmocka_unit_test(test_power_cut_file),
+        cmocka_unit_test(test_undo_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
