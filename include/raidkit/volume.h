@@ -33,6 +33,8 @@ struct rk_create_opts {
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen);
 
+struct rk_emul_params;
+
 /* Options of rk_volume_open. */
 struct rk_open_opts {
     bool degraded;  /* allow starting with members missing (within the level's redundancy) */
@@ -44,6 +46,9 @@ struct rk_open_opts {
     uint32_t fault_slot[RK_MAX_MEMBERS];
     const char *fault_spec[RK_MAX_MEMBERS]; /* rk_fault_apply_spec syntax */
     uint32_t file_flags;                    /* extra RK_FILE_* flags for every member */
+    /* Device model (benchmarks, "what if"): when non-NULL every member file is wrapped in an
+     * emul member with these parameters (include/raidkit/emul.h), below any fault wrapper. */
+    const struct rk_emul_params *emul;
 };
 
 struct rk_volume;

@@ -15,6 +15,7 @@
 
 #include "core/util.h"
 #include "meta/meta_int.h"
+#include "raidkit/emul.h"
 #include "raidkit/member.h"
 
 struct rk_volume {
@@ -26,7 +27,8 @@ struct rk_volume {
     struct rk_raid_geom geom;
     char *paths[RK_MAX_MEMBERS];         /* path of the member in each slot, NULL when none */
     struct rk_dev *file[RK_MAX_MEMBERS]; /* rk_file_open device of each slot */
-    struct rk_dev *top[RK_MAX_MEMBERS];  /* fault wrapper over file, or file itself */
+    struct rk_dev *emu[RK_MAX_MEMBERS];  /* device model over file (opts->emul), else NULL */
+    struct rk_dev *top[RK_MAX_MEMBERS];  /* fault wrapper over emu/file, or emu, or file */
     struct rk_dev *raid;
     struct rk_dev *ro; /* read-only face over raid (read_only volumes), else NULL */
     bool read_only;
@@ -141,8 +143,9 @@ static void vol_destroy(struct rk_volume *v)
     rk_dev_close(v->ro);
     rk_dev_close(v->raid);
     for (int i = 0; i < RK_MAX_MEMBERS; i++) {
-        if (v->top[i] && v->top[i] != v->file[i])
+        if (v->top[i] && v->top[i] != v->file[i] && v->top[i] != v->emu[i])
             rk_dev_close(v->top[i]);
+        rk_dev_close(v->emu[i]);
         rk_dev_close(v->file[i]);
         free(v->paths[i]);
     }
@@ -196,10 +199,11 @@ static int vol_apply_faults(struct rk_volume *v, const struct rk_open_opts *o, c
             rk_set_err(err, errlen, "fault injection: slot %" PRIu32 " has no member", slot);
             return -EINVAL;
         }
-        if (v->top[slot] == v->file[slot]) {
-            int r = rk_fault_open(v->file[slot], false, &v->top[slot]);
+        struct rk_dev *base = v->emu[slot] ? v->emu[slot] : v->file[slot];
+        if (v->top[slot] == base) {
+            int r = rk_fault_open(base, false, &v->top[slot]);
             if (r < 0) {
-                v->top[slot] = v->file[slot];
+                v->top[slot] = base;
                 rk_set_err(err, errlen, "fault injection on %s: %s", v->paths[slot], strerror(-r));
                 return r;
             }
@@ -334,6 +338,20 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
             v->sb.slots[i].state = RK_SLOT_FAILED;
     /* Fault specs are checked (and wrappers built) before anything is written, so a bad spec
      * changes no member. */
+    /* Device models sit on the files, below fault wrappers; superblocks keep going to the
+     * files raw, so only the data path is timed. */
+    for (uint32_t i = 0; o->emul && i < v->sb.members; i++) {
+        if (!v->file[i])
+            continue;
+        r = rk_emul_open(v->file[i], false, o->emul, &v->emu[i]);
+        if (r < 0) {
+            v->emu[i] = NULL;
+            rk_set_err(err, errlen, "device model '%s' on %s: %s", o->emul->name, v->paths[i],
+                       strerror(-r));
+            goto out;
+        }
+        v->top[i] = v->emu[i];
+    }
     r = vol_apply_faults(v, o, err, errlen);
     if (r)
         goto out;

@@ -26,15 +26,6 @@
 /* Member rk_io per round: bounded stack use and no allocation on the data path. */
 #define RAID_ROUND_IOS 64
 
-struct raid_priv {
-    struct raid_layout l;                   /* constant after open */
-    struct rk_dev *members[RK_MAX_MEMBERS]; /* NULL = missing; owned by the caller */
-    _Atomic int state[RK_MAX_MEMBERS];      /* enum rk_slot_state */
-    struct rk_raid_events ev;               /* member_failed NULL when no callback */
-    _Atomic uint32_t rr;                    /* round-robin tie breaker for reads */
-    pthread_mutex_t fail_lock;              /* see above; never held across a callback */
-};
-
 /* One round of member I/O built on the caller's stack (the read-balancing fields live for the
  * whole request). */
 struct raid_round {
@@ -303,7 +294,9 @@ static int raid_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
 
         for (int i = 0; i < rd.nio; i++)
             rk_io_submit(&batch, &rd.io[i]);
-        if (rk_io_batch_wait(&batch) == 0) {
+        /* Discard is advisory (old data or zeros may be read back either way): a member that
+         * cannot discard keeps its data, which fails neither the request nor the slot. */
+        if (rk_io_batch_wait(&batch) == 0 || op == RK_OP_DISCARD) {
             if (!is_read && usable != raid_all_mask(l->g.members) &&
                 !raid_range_written(r, round_start, off, usable))
                 ret = -EIO; /* some piece had no live copy at all */

@@ -3,6 +3,7 @@
 #ifndef RK_RAID_INT_H
 #define RK_RAID_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,6 +33,8 @@ struct raid_layout {
     struct raid_zone zones[RK_MAX_MEMBERS];
 };
 
+struct raid_priv;
+
 /*
  * One RAID level (SPDK's raid_bdev_module). The engine is generic over "copies": every array
  * byte lives at one place per copy (linear/raid0: 1, raid1: members, raid10: 2); reads pick one
@@ -52,6 +55,38 @@ struct raid_level {
                uint64_t *run);
     /* True when every array byte has a copy on a slot in alive (bit i = slot i usable). */
     bool (*survives)(const struct raid_layout *l, uint32_t alive);
+    /*
+     * Parity levels (raid5/raid6) handle whole requests themselves, with stripe locking; NULL
+     * for the copy levels, which the generic engine (engine.c raid_rw) serves. op is READ,
+     * WRITE, DISCARD or WRITE_ZEROES; buf is NULL for the last two. Returns 0 or -errno.
+     */
+    int (*rw)(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+              uint32_t flags);
+    /*
+     * Rebuild and scrub hooks, in member data-area coordinates (both chunk aligned):
+     * reconstruct() fills buf with what slot should hold at [member_off, member_off+len) computed
+     * from the other ACTIVE slots (never from slot itself); scrub() checks that range on every
+     * slot for consistency (copies equal / parity matches), adds the number of mismatched
+     * chunks (copy levels) or stripes (parity levels) to *mismatches and, with repair, rewrites
+     * the copies/parity from the data. Both return 0 or -errno (-EIO when the data cannot be
+     * reconstructed). Callers hold the range lock for the range (raid_range_lock).
+     */
+    int (*reconstruct)(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
+                       void *buf);
+    int (*scrub)(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+                 uint64_t *mismatches);
+};
+
+/* The state of one open raid device (rk_dev.priv). */
+struct raid_priv {
+    struct raid_layout l;                   /* constant after open */
+    struct rk_dev *members[RK_MAX_MEMBERS]; /* NULL = missing; owned by the caller */
+    _Atomic int state[RK_MAX_MEMBERS];      /* enum rk_slot_state */
+    struct rk_raid_events ev;               /* member_failed NULL when no callback */
+    _Atomic uint32_t rr;                    /* round-robin tie breaker for reads */
+    pthread_mutex_t fail_lock;              /* serialises rk_raid_fail_slot's "would this lose
+                                             * data" check; never held across a callback */
+    void *level_priv;                       /* parity levels: stripe locks, caches */
 };
 
 extern const struct raid_level raid_level_linear;
