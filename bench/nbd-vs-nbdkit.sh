@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # NBD path benchmark (DESIGN §9 target 1): one member file on tmpfs served by `raidkit serve` (a
-# one-member linear volume) and by nbdkit's file plugin, measured side by side with fio's nbd engine.
+# one-member linear volume) and by nbdkit's file plugin, side by side with fio (nbd engine).
 #
 # Usage: bench/nbd-vs-nbdkit.sh RAIDKIT_BINARY
 # Environment (defaults in brackets):
@@ -28,10 +28,13 @@ OUT_DIR=${OUT_DIR:-$REPO/bench/out/nbd-vs-nbdkit-$(date +%Y%m%d-%H%M%S)}
 PY=/usr/bin/python3
 
 for t in fio nbdkit nbdinfo "$PY"; do
-    command -v "$t" >/dev/null 2>&1 || { echo "bench: $t is missing (scripts/install-deps.sh)" >&2; exit 1; }
+    if ! command -v "$t" >/dev/null 2>&1; then
+        echo "bench: $t is missing (scripts/install-deps.sh)" >&2
+        exit 1
+    fi
 done
 
-WORK=$(mktemp -d "$SHM_DIR/raidkit-bench.XXXXXX") || exit 1
+WORK=$(mktemp -d "$SHM_DIR/nbd-vs-nbdkit.XXXXXX") || exit 1
 mkdir -p "$OUT_DIR" || exit 1
 MEMBER=$WORK/member.img
 RK_SOCK=$WORK/raidkit.sock
@@ -41,6 +44,7 @@ KIT_URI="nbd+unix:///?socket=$KIT_SOCK"
 RK_PID=""
 KIT_PID=""
 
+# shellcheck disable=SC2317  # runs from the EXIT trap
 cleanup() {
     local p
     for p in $RK_PID $KIT_PID; do
@@ -58,8 +62,8 @@ log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # wait_socket PID SOCK LOG: until the server listens (or dies).
 wait_socket() {
-    local i
-    for i in $(seq 1 150); do
+    local _
+    for _ in $(seq 1 150); do
         [ -S "$2" ] && return 0
         kill -0 "$1" 2>/dev/null || { log "server exited early:"; tail -n 20 "$3" >&2; return 1; }
         sleep 0.1
@@ -73,10 +77,9 @@ hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo "
 # ---------------------------------------------------------------- set up both servers
 
 log "member: $MEMBER ($FILE_SIZE, zero-filled so no run pays for page allocation)"
-dd if=/dev/zero of="$MEMBER" bs=1M count=$(($("$PY" -c '
-import sys
-s = sys.argv[1].upper(); m = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s))' "$FILE_SIZE") / 1048576)) status=none || exit 1
+truncate -s "$FILE_SIZE" "$MEMBER" || exit 1
+dd if=/dev/zero of="$MEMBER" bs=1M count=$(($(stat -c %s "$MEMBER") / 1048576)) conv=notrunc \
+    status=none || exit 1
 "$RK" create --level linear --size "$FILE_SIZE" "$MEMBER" >"$OUT_DIR/create.txt" 2>&1 || {
     cat "$OUT_DIR/create.txt" >&2
     exit 1
@@ -95,7 +98,8 @@ wait_socket "$KIT_PID" "$KIT_SOCK" "$OUT_DIR/nbdkit.log" || exit 1
 # superblock area), nbdkit serves the whole file, so nbdkit's runs use --offset=1M.
 RK_SIZE=$(nbdinfo --size "$RK_URI") || exit 1
 FIO_SIZE=$((RK_SIZE / 1048576))M
-log "raidkit export $RK_SIZE bytes, nbdkit export $(nbdinfo --size "$KIT_URI") bytes; fio --size=$FIO_SIZE"
+log "raidkit export $RK_SIZE bytes, nbdkit export $(nbdinfo --size "$KIT_URI") bytes;" \
+    "fio --size=$FIO_SIZE"
 
 # ---------------------------------------------------------------- runs
 
@@ -119,7 +123,8 @@ for w in "${WLS[@]}"; do
 done
 total=$((ROUNDS * ${#WLS[@]} * 2))
 n=0
-log "$ROUNDS rounds x ${#WLS[@]} workloads x 2 servers, ${RUNTIME}s (+${RAMP}s ramp) each: ~$((total * (RUNTIME + RAMP + 1) / 60 + 1)) min"
+log "$ROUNDS rounds x ${#WLS[@]} workloads x 2 servers, ${RUNTIME}s (+${RAMP}s ramp) each:" \
+    "~$((total * (RUNTIME + RAMP + 1) / 60 + 1)) min"
 for r in $(seq 1 "$ROUNDS"); do
     for w in "${WLS[@]}"; do
         if [ $((r % 2)) -eq 1 ]; then order="raidkit nbdkit"; else order="nbdkit raidkit"; fi
@@ -137,7 +142,8 @@ for r in $(seq 1 "$ROUNDS"); do
             }
             line=$("$PY" - "$json" <<'EOF'
 import json, sys
-t = json.load(open(sys.argv[1]))["jobs"][0]
+text = open(sys.argv[1]).read()  # fio may put warning lines before the JSON
+t = json.loads(text[text.index("{"):])["jobs"][0]
 d = t["write"] if t["write"]["io_bytes"] > t["read"]["io_bytes"] else t["read"]
 print("%.1f\t%.1f" % (d["iops"], d["bw"] / 1024.0))
 EOF
@@ -155,11 +161,13 @@ KIT_HWM=$(hwm_kib "$KIT_PID")
 # ---------------------------------------------------------------- report
 
 {
-    echo "raidkit serve vs nbdkit file plugin -- same ${FILE_SIZE} file on $SHM_DIR (tmpfs), fio nbd engine"
-    echo "date $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)), kernel $(uname -r)"
+    cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+    echo "raidkit serve vs nbdkit file plugin, same ${FILE_SIZE} file on $SHM_DIR, fio nbd engine"
+    echo "date $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($cpu), kernel $(uname -r)"
     echo "$("$RK" --version 2>/dev/null), $(fio --version), $(nbdkit --version)"
-    echo "load average at start $LOAD_START, at end $LOAD_END (other processes compete for the cores)"
-    echo "$ROUNDS rounds x ${RUNTIME}s (+${RAMP}s ramp) per server and workload, alternating; mean (min..max) of rounds"
+    echo "load average at start $LOAD_START, at end $LOAD_END (other work competes for the cores)"
+    echo "$ROUNDS rounds x ${RUNTIME}s (+${RAMP}s ramp) per server and workload, alternating;" \
+        "mean (min..max) of rounds"
     echo
     "$PY" - "$RAW" "$RK_HWM" "$KIT_HWM" <<'EOF'
 import sys, collections

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job (`make demo`): builds a 4-member RAID10 volume on sparse files, serves it over NBD and
-# checks it with real clients (nbdinfo, nbdcopy + ext4 + e2fsck, fio --verify), then again degraded.
+# The main job (`make demo`): builds a 4-member RAID10 volume on sparse files, serves it over NBD
+# and checks it with real clients (nbdinfo, nbdcopy + ext4 + e2fsck, fio --verify), then degraded.
 #
 # Usage: scripts/demo.sh RAIDKIT_BINARY
 # Environment: DEMO_DIR (default <repo>/demo-run, wiped at start), MEMBER_SIZE (256M),
@@ -22,6 +22,8 @@ FIO_SIZE=${FIO_SIZE:-128M}
 FIO_OFFSET=64M          # fio's region starts past the ext4 image, which must survive it
 IMG_SIZE=32M
 DOC_MIB=${DOC_MIB:-6}
+# mke2fs and e2fsck live in /usr/sbin, which is not on an ordinary user's PATH on Debian.
+export PATH=$PATH:/usr/sbin:/sbin
 PY=/usr/bin/python3     # the system python has the libnbd module; a pyenv python3 may not
 
 T0=$(date +%s.%N)
@@ -104,10 +106,15 @@ stop_server() {
     return $rc
 }
 
+# shellcheck disable=SC2317  # runs from the EXIT trap
 cleanup() {
+    local _
     if [ -n "$SERVER_PID" ]; then
         kill -TERM "$SERVER_PID" 2>/dev/null
-        sleep 0.5
+        for _ in $(seq 1 50); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
         kill -KILL "$SERVER_PID" 2>/dev/null
         wait "$SERVER_PID" 2>/dev/null
     fi
@@ -142,10 +149,12 @@ readback() {
     if [ "$sha" = "$IMG_SHA" ]; then
         record "$tag: ext4 image reads back identical" PASS "sha256 ${sha:0:16}…, $IMG_LEN bytes"
     else
-        record "$tag: ext4 image reads back identical" FAIL "sha256 ${sha:0:16}… != ${IMG_SHA:0:16}…"
+        record "$tag: ext4 image reads back identical" FAIL \
+            "sha256 ${sha:0:16}… != ${IMG_SHA:0:16}…"
     fi
     if e2fsck -fn "$out" >"$DIR/e2fsck-$tag.log" 2>&1; then
-        record "$tag: e2fsck -fn of the read-back image" PASS "$(tail -n 1 "$DIR/e2fsck-$tag.log" | sed 's/^[^:]*: //')"
+        record "$tag: e2fsck -fn of the read-back image" PASS \
+            "$(tail -n 1 "$DIR/e2fsck-$tag.log" | sed 's/^[^:]*: //')"
     else
         indent <"$DIR/e2fsck-$tag.log" | tail -n 15
         record "$tag: e2fsck -fn of the read-back image" FAIL "see $DIR/e2fsck-$tag.log"
@@ -203,7 +212,9 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 a = j.get("array", j)  # `info --json` nests the array record under "array"
 level = str(a.get("level", "?")).replace("raid", "")
-n = a.get("members") if isinstance(a.get("members"), int) else len(a.get("slots", j.get("members", [])))
+n = a.get("members")
+if not isinstance(n, int):
+    n = len(a.get("slots", j.get("members", [])))
 print(level, a.get("chunk", "?"), a.get("size", a.get("array_size", "?")), n)
 EOF
 ) || die "cannot parse raidkit info --json output ($DIR/info.json)"
@@ -221,12 +232,13 @@ say "\$ nbdinfo $URI"
 if nbdinfo "$URI" >"$DIR/nbdinfo.txt" 2>&1 && nbdinfo --json "$URI" >"$DIR/nbdinfo.json" 2>&1; then
     grep -E 'export-size|block_size|is_read_only|can_(flush|fua|trim|zero|multi_conn)' \
         "$DIR/nbdinfo.txt" | sed 's/^[[:space:]]*//' | indent
-    NBD_SIZE=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["exports"][0]["export-size"])' \
-        "$DIR/nbdinfo.json" 2>/dev/null)
+    NBD_SIZE=$("$PY" -c 'import json, sys
+print(json.load(open(sys.argv[1]))["exports"][0]["export-size"])' "$DIR/nbdinfo.json" 2>/dev/null)
     if [ "${NBD_SIZE:-x}" = "$ARRAY_SIZE" ]; then
         record "nbdinfo: export size matches the array size" PASS "$NBD_SIZE bytes"
     else
-        record "nbdinfo: export size matches the array size" FAIL "nbd ${NBD_SIZE:-?} vs array $ARRAY_SIZE"
+        record "nbdinfo: export size matches the array size" FAIL \
+            "nbd ${NBD_SIZE:-?} vs array $ARRAY_SIZE"
     fi
 else
     indent <"$DIR/nbdinfo.txt"
@@ -250,13 +262,18 @@ if [ -d /usr/share/doc ]; then
 fi
 # A minimal container may ship almost no docs: top up with a fixed pseudo-random file.
 if [ $used -lt 1024 ]; then
-    head -c $((2 * 1024 * 1024)) /dev/urandom >"$DIR/stage/filler.bin"
+    "$PY" -c 'import random, sys
+random.seed(1)
+sys.stdout.buffer.write(random.randbytes(2 << 20))' \
+        >"$DIR/stage/filler.bin"
+    say "(little in /usr/share/doc: added a 2 MiB generated file)"
     used=$((used + 2048))
 fi
 nfiles=$(find "$DIR/stage" -type f | wc -l)
 IMG=$DIR/ext4.img
 truncate -s "$IMG_SIZE" "$IMG"
-say "\$ mke2fs -t ext4 -d stage/ ext4.img   ($nfiles files, $((used / 1024)) MiB of /usr/share/doc, $IMG_SIZE image)"
+say "\$ mke2fs -t ext4 -d stage/ ext4.img" \
+    "  ($nfiles files, $((used / 1024)) MiB copied from /usr/share/doc, $IMG_SIZE image)"
 if ! mke2fs -q -F -t ext4 -L raidkit-demo -d "$DIR/stage" "$IMG" >"$DIR/mke2fs.log" 2>&1; then
     indent <"$DIR/mke2fs.log"
     die "mke2fs failed"
@@ -277,27 +294,34 @@ fi
 # ---------------------------------------------------------------- 5. fio with verification
 
 FIO_JSON=$DIR/fio.json
-say "\$ fio --ioengine=nbd --rw=randrw --bs=4k --iodepth=32 --runtime=$FIO_RUNTIME --offset=$FIO_OFFSET --size=$FIO_SIZE --verify=crc32c   (${FIO_RUNTIME} s)"
+say "\$ fio --ioengine=nbd --rw=randrw --bs=4k --iodepth=32 --runtime=$FIO_RUNTIME" \
+    "--offset=$FIO_OFFSET --size=$FIO_SIZE --verify=crc32c   (${FIO_RUNTIME} s)"
 fio --name=demo-randrw --ioengine=nbd --uri="$URI" --rw=randrw --bs=4k --iodepth=32 \
     --time_based --runtime="$FIO_RUNTIME" --offset="$FIO_OFFSET" --size="$FIO_SIZE" \
     --randseed=20261130 --verify=crc32c --verify_fatal=1 --verify_backlog=4096 \
+    --verify_state_save=0 \
     --output-format=json --output="$FIO_JSON" >"$DIR/fio.out" 2>&1
 fio_rc=$?
 FIO_LINE=$("$PY" - "$FIO_JSON" <<'EOF' 2>/dev/null
 import json, sys
-t = json.load(open(sys.argv[1]))["jobs"][0]
+text = open(sys.argv[1]).read()  # fio may put warning lines before the JSON
+t = json.loads(text[text.index("{"):])["jobs"][0]
 r, w = t["read"], t["write"]
 print(t["error"], r["io_bytes"], w["io_bytes"],
       "%.1f" % (r["bw"] / 1024.0), "%.0f" % r["iops"],
       "%.1f" % (w["bw"] / 1024.0), "%.0f" % w["iops"])
 EOF
 )
-read -r fio_err fio_rbytes fio_wbytes RD_MIBS RD_IOPS WR_MIBS WR_IOPS <<<"${FIO_LINE:-x 0 0 - - - -}"
-if [ $fio_rc -eq 0 ] && [ "$fio_err" = 0 ] && [ "$fio_rbytes" -gt 0 ] && [ "$fio_wbytes" -gt 0 ]; then
-    record "fio randrw 4k qd32 --verify=crc32c" PASS "read $RD_MIBS MiB/s $RD_IOPS IOPS, write $WR_MIBS MiB/s $WR_IOPS IOPS"
+read -r fio_err fio_rbytes fio_wbytes RD_MIBS RD_IOPS WR_MIBS WR_IOPS \
+    <<<"${FIO_LINE:-x 0 0 - - - -}"
+if [ $fio_rc -eq 0 ] && [ "$fio_err" = 0 ] && [ "$fio_rbytes" -gt 0 ] &&
+    [ "$fio_wbytes" -gt 0 ]; then
+    record "fio randrw 4k qd32 --verify=crc32c" PASS \
+        "read $RD_MIBS MiB/s $RD_IOPS IOPS, write $WR_MIBS MiB/s $WR_IOPS IOPS"
 else
     tail -n 20 "$DIR/fio.out" | indent
-    record "fio randrw 4k qd32 --verify=crc32c" FAIL "exit $fio_rc, error ${fio_err:-?}; see $DIR/fio.out"
+    record "fio randrw 4k qd32 --verify=crc32c" FAIL \
+        "exit $fio_rc, error ${fio_err:-?}; see $DIR/fio.out"
 fi
 
 # ---------------------------------------------------------------- 6. clean shutdown
@@ -323,7 +347,8 @@ rm -f "$SOCK"
 timeout 15 "$RK" serve --listen "unix:$SOCK" "${LIVE[@]}" >"$DIR/refuse.log" 2>&1
 rc=$?
 if [ $rc -ne 0 ] && [ $rc -ne 124 ]; then
-    record "serve refuses a missing member without --degraded" PASS "exit $rc: $(head -n 1 "$DIR/refuse.log")"
+    record "serve refuses a missing member without --degraded" PASS \
+        "exit $rc: $(head -n 1 "$DIR/refuse.log")"
 else
     record "serve refuses a missing member without --degraded" FAIL "exit $rc; see $DIR/refuse.log"
 fi

@@ -32,16 +32,16 @@ struct rk_emul_params {
     uint64_t read_bw, write_bw;                 /* caps, bytes per second */
     uint32_t parallelism;                       /* internal channels serving at once */
     /* HDD model */
-    uint32_t rpm;                                /* spindle speed */
+    uint32_t rpm;                                      /* spindle speed */
     uint32_t seek_track_us, seek_avg_us, seek_full_us; /* track-to-track, average, full stroke */
-    uint64_t outer_bw, inner_bw;                 /* zoned media rate, bytes per second */
-    uint32_t zones;                              /* number of zones between outer and inner */
-    bool reorder;                                /* serve queued commands shortest-seek-first */
-    uint32_t queue_depth;                        /* commands the drive accepts for reordering */
-    uint32_t write_cache;                        /* 1: writes acknowledged from a drive cache */
-    uint32_t cache_cmds;      /* writes the drive cache holds before acks wait (0 = 32) */
+    uint64_t outer_bw, inner_bw;                       /* zoned media rate, bytes per second */
+    uint32_t zones;                                    /* number of zones between outer and inner */
+    bool reorder;                                      /* NCQ: shortest positioning time first */
+    uint32_t queue_depth;               /* commands the drive accepts for reordering */
+    uint32_t write_cache;               /* 1: writes acknowledged from a drive cache */
+    uint32_t cache_cmds;                /* writes the drive cache holds before acks wait (0 = 32) */
     uint32_t cmd_read_us, cmd_write_us; /* per-command overhead while the head is busy */
-    uint64_t seed;                               /* for any randomness (e.g. rotational phase) */
+    uint64_t seed;                      /* for any randomness (e.g. rotational phase) */
 };
 
 /*

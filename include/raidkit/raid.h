@@ -94,6 +94,14 @@ struct rk_raid_events {
      * in the other members' superblocks and raise the event counter. Called at most once per
      * slot, from an I/O thread, outside engine locks; may block on I/O. */
     void (*member_failed)(void *ctx, uint32_t slot, int error);
+    /* Rebuild of slot reached offset (bytes of its data area now in sync and flushed on the
+     * member): persist it as the slot's rebuild offset so a restart resumes there. Called from
+     * the rebuild thread, outside engine locks; may block on I/O. NULL = not persisted. */
+    void (*rebuild_checkpoint)(void *ctx, uint32_t slot, uint64_t offset);
+    /* Rebuild of slot ended: result 0 = complete (the slot is ACTIVE now: persist that), else
+     * -errno (stopped: -EINTR after a final checkpoint; failed: the slot stays REBUILDING or
+     * FAILED). Called once per rebuild from the rebuild thread. */
+    void (*rebuild_done)(void *ctx, uint32_t slot, int result);
 };
 
 /*
@@ -116,6 +124,88 @@ int rk_raid_fail_slot(struct rk_dev *raid, uint32_t slot);
 
 /* Geometry of a raid device (constant). */
 const struct rk_raid_geom *rk_raid_geometry(struct rk_dev *raid);
+
+/* The member device in slot (NULL when missing), e.g. for its I/O counters (rk_dev.stats). */
+struct rk_dev *rk_raid_member(struct rk_dev *raid, uint32_t slot);
+
+/*
+ * Online management (src/raid/rebuild.c, scrub.c): one background job per array at a time,
+ * either a rebuild of one slot or a scrub. Jobs work in member data-area coordinates, in
+ * chunk-aligned steps, each step under the range lock that copy-level foreground writes also
+ * take, so a rebuild copy never races a foreground write of the same range.
+ */
+
+/*
+ * Put member into slot, which must be FAILED or MISSING, as REBUILDING: writes go to it, reads
+ * never do until its rebuild completes. The member must hold data_offset + data_size[slot]
+ * bytes and have a block size <= the array's. The device that held the slot before stays owned
+ * by the caller (keep it open until the raid device is closed: I/O may still be in flight).
+ * Returns 0, -EINVAL (bad slot, member too small or block size too large), -EBUSY (slot not
+ * failed/missing, or a job is running), -EOPNOTSUPP (level without redundancy).
+ */
+int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member);
+
+/*
+ * Start rebuilding slot (REBUILDING, see rk_raid_add_member) in a background thread from
+ * member data offset from (a checkpoint; rounded down to the chunk) with at most rate bytes/s
+ * (0 = unlimited). Ranges that cannot be reconstructed (-EIO from every source) are recorded
+ * (rk_raid_bad_ranges), never read from the slot, and skipped; when no source is left at all the
+ * rebuild stops with -ENODEV. Completion makes the slot ACTIVE, then calls rebuild_done.
+ * Returns 0, -EINVAL, -EBUSY (a job is running / slot not REBUILDING), -EOPNOTSUPP, -ENOMEM.
+ */
+int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate);
+
+/*
+ * Start a scrub in a background thread: compare every copy (or parity) of every chunk through
+ * the level's scrub hook and count mismatched chunks (stripes for parity levels); with repair,
+ * rewrite them from the first live copy (slot order) / the data. Levels without redundancy
+ * read everything and count read errors. rate in bytes/s (0 = unlimited).
+ * Returns 0, -EBUSY (a job is running), -ENOMEM.
+ */
+int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate);
+
+/* Wait for the current job to end; returns its result (0, or -errno). 0 when there is none. */
+int rk_raid_job_wait(struct rk_dev *raid);
+
+/* Ask the current job to stop (a rebuild checkpoints first) and wait for it. */
+void rk_raid_job_stop(struct rk_dev *raid);
+
+enum rk_raid_job_kind { RK_JOB_NONE = 0, RK_JOB_REBUILD, RK_JOB_SCRUB };
+enum rk_raid_job_state { RK_JOB_IDLE = 0, RK_JOB_RUNNING, RK_JOB_DONE, RK_JOB_FAILED };
+
+/* Progress of the current (or last) job and the result of the last finished scrub. */
+struct rk_raid_progress {
+    int kind;            /* enum rk_raid_job_kind of the current/last job */
+    int state;           /* enum rk_raid_job_state */
+    int error;           /* 0 or -errno of a failed/stopped job */
+    uint32_t slot;       /* rebuild: target slot */
+    bool repair;         /* scrub: repairing */
+    uint64_t start;      /* member data offset the job started at (resumed rebuild: > 0) */
+    uint64_t pos;        /* member data offset reached */
+    uint64_t end;        /* member data offset where the job ends */
+    uint64_t rate_limit; /* bytes/s, 0 = unlimited */
+    double rate;         /* measured bytes/s since the job started */
+    double eta;          /* seconds left, -1 when unknown */
+    uint64_t mismatches; /* scrub: mismatched chunks/stripes so far */
+    uint64_t repaired;   /* scrub: of those, rewritten */
+    uint64_t bad_ranges; /* rebuild: unreconstructable ranges; scrub: read errors */
+    bool scrubbed;       /* a scrub has finished since open: last_* are valid */
+    uint64_t last_mismatches, last_repaired, last_errors;
+    int64_t last_finished; /* unix time of the last scrub's end */
+};
+
+/* Fill *p. Returns 0 or -EINVAL (not a raid device). */
+int rk_raid_progress(struct rk_dev *raid, struct rk_raid_progress *p);
+
+/* One range of a slot's data area that a rebuild could not reconstruct: reads never use it. */
+struct rk_raid_bad_range {
+    uint32_t slot;
+    uint64_t member_off; /* data-area offset */
+    uint64_t len;
+};
+
+/* Copy up to max recorded bad ranges into out; returns how many there are in total. */
+int rk_raid_bad_ranges(struct rk_dev *raid, struct rk_raid_bad_range *out, int max);
 
 #ifdef __cplusplus
 }

@@ -49,6 +49,10 @@ struct rk_open_opts {
     /* Device model (benchmarks, "what if"): when non-NULL every member file is wrapped in an
      * emul member with these parameters (include/raidkit/emul.h), below any fault wrapper. */
     const struct rk_emul_params *emul;
+    /* A slot recorded REBUILDING whose member is given resumes its rebuild from the recorded
+     * checkpoint as soon as the volume is open (not on read-only volumes): at most this many
+     * bytes/s, 0 = unlimited. */
+    uint64_t rebuild_rate;
 };
 
 struct rk_volume;
@@ -69,6 +73,29 @@ struct rk_dev *rk_volume_dev(struct rk_volume *v);
 /* Flush every member, mark the array clean in every active member's superblock, close all.
  * Returns 0 or the first -errno (the volume is freed either way). NULL is accepted. */
 int rk_volume_close(struct rk_volume *v);
+
+/* The raid device under the volume (rk_raid_* management: progress, fail, scrub). Owned by the
+ * volume; NULL for NULL. */
+struct rk_dev *rk_volume_raid(struct rk_volume *v);
+
+/* Path of the member in slot (NULL when none). Valid until the volume is closed. */
+const char *rk_volume_member_path(struct rk_volume *v, uint32_t slot);
+
+/*
+ * Online replace: put the member file at path into slot and rebuild it in the background (at
+ * most rate bytes/s, 0 = unlimited; progress via rk_raid_progress(rk_volume_raid(v))). The
+ * slot must be failed or missing (an active slot is refused: fail it first, like md). The new
+ * member must exist, be writable, hold data_offset + the slot's data size, have a block size
+ * <= the array's, and be neither a member of this array nor hold another array's superblock.
+ * Then its superblock (new member UUID, state rebuilding, rebuild offset 0) and the others
+ * (event + 1) are written, the engine writes to it, and the rebuild checkpoints its offset into
+ * every superblock about once a second; on completion the slot is active (event + 1).
+ * Returns 0, or -errno with one line in err: -EINVAL bad slot/member, -EBUSY slot not failed
+ * or a rebuild/scrub running, -ENOSPC member too small, -EEXIST member already in use,
+ * -EROFS read-only volume, -EOPNOTSUPP level without redundancy. Nothing changes on error.
+ */
+int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
+                      char *err, size_t errlen);
 
 /* Describe the volume as JSON text (malloc'ed, caller frees): level, size, chunk, members with
  * path and state, event counter, degraded flag. NULL on ENOMEM. */

@@ -10,5 +10,10 @@
 int cli_create(int argc, char **argv);
 int cli_info(int argc, char **argv);
 int cli_serve(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+int cli_status(int argc, char **argv);
+int cli_fail(int argc, char **argv);
+int cli_replace(int argc, char **argv);
+int cli_scrub(int argc, char **argv);
 
 #endif

@@ -10,12 +10,15 @@
 
 #include "cli/cli.h"
 #include "core/util.h"
+#include "meta/control.h"
+#include "raidkit/emul.h"
 #include "raidkit/nbd.h"
 #include "raidkit/volume.h"
 
 static const char serve_usage[] =
     "Usage: raidkit serve [--listen unix:PATH|tcp:[HOST:]PORT] [--export NAME] [--read-only]\n"
-    "                     [--degraded] [--force] [--threads N] MEMBER...\n"
+    "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
+    "                     [--control PATH] [--rebuild-rate MIB] MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
     "serve it over NBD in the foreground, logging to stderr. SIGINT/SIGTERM: finish in-flight\n"
@@ -28,6 +31,12 @@ static const char serve_usage[] =
     "  -d, --degraded      start even if members are missing, while redundancy allows\n"
     "  -f, --force         start an array that is both dirty and degraded\n"
     "  -t, --threads N     worker threads serving requests (default 32)\n"
+    "      --emulate PROFILE\n"
+    "                      time every member like a modelled disk: a built-in profile\n"
+    "                      (sata-ssd-2014, hdd-7200) or an INI file path (docs/BENCHMARKS.md)\n"
+    "  -c, --control PATH  serve the control socket at PATH (raidkit status/fail/replace/scrub)\n"
+    "      --rebuild-rate MIB\n"
+    "                      limit a rebuild resumed at start to MIB MiB/s (default unlimited)\n"
     "      --debug-fault SLOT:SPEC\n"
     "                      testing only: wrap the member of SLOT in the fault-injection member.\n"
     "                      SPEC items (comma-separated): fail-all, read-eio=OFF+LEN,\n"
@@ -47,7 +56,7 @@ static void serve_on_signal(int sig)
 
 int cli_serve(int argc, char **argv)
 {
-    enum { OPT_DEBUG_FAULT = 1000 };
+    enum { OPT_DEBUG_FAULT = 1000, OPT_EMULATE, OPT_REBUILD_RATE };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},
@@ -56,14 +65,19 @@ int cli_serve(int argc, char **argv)
         {"force", no_argument, NULL, 'f'},
         {"threads", required_argument, NULL, 't'},
         {"debug-fault", required_argument, NULL, OPT_DEBUG_FAULT},
+        {"emulate", required_argument, NULL, OPT_EMULATE},
+        {"control", required_argument, NULL, 'c'},
+        {"rebuild-rate", required_argument, NULL, OPT_REBUILD_RATE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     struct rk_open_opts oo = {0};
+    struct rk_emul_params emul;
     struct rk_nbd_opts no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"};
+    const char *control = NULL;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":L:e:rdft:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":L:e:rdft:c:h", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
         case 'L':
@@ -116,6 +130,26 @@ int cli_serve(int argc, char **argv)
             oo.nfaults++;
             break;
         }
+        case OPT_EMULATE: {
+            char eerr[512] = "";
+            if (rk_emul_profile_load(optarg, &emul, eerr, sizeof(eerr))) {
+                fprintf(stderr, "raidkit serve: --emulate: %s\n", eerr);
+                return CLI_EXIT_USAGE;
+            }
+            oo.emul = &emul;
+            break;
+        }
+        case 'c':
+            control = optarg;
+            break;
+        case OPT_REBUILD_RATE:
+            if (rk_parse_u64(optarg, &v) || v > 1024 * 1024) {
+                fprintf(stderr, "raidkit serve: bad --rebuild-rate '%s' (MiB/s, 0 = unlimited)\n",
+                        optarg);
+                return CLI_EXIT_USAGE;
+            }
+            oo.rebuild_rate = v * 1024 * 1024;
+            break;
         case 'h':
             fputs(serve_usage, stdout);
             return CLI_EXIT_OK;
@@ -154,6 +188,17 @@ int cli_serve(int argc, char **argv)
         rk_volume_close(vol);
         return CLI_EXIT_FAIL;
     }
+    struct rk_control *ctl = NULL;
+    if (control) {
+        r = rk_control_start(control, vol, &ctl, err, sizeof(err));
+        if (r) {
+            fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
+            rk_nbd_server_destroy(srv);
+            rk_volume_close(vol);
+            return CLI_EXIT_FAIL;
+        }
+        rk_info("control socket on %s", control);
+    }
     serve_server = srv;
     struct sigaction sa = {.sa_handler = serve_on_signal};
     sigemptyset(&sa.sa_mask);
@@ -167,6 +212,7 @@ int cli_serve(int argc, char **argv)
     serve_server = NULL;
     rk_info("stopping: flushing members and marking the array clean");
     rk_nbd_server_destroy(srv);
+    rk_control_stop(ctl);
     int rc = rk_volume_close(vol);
     if (r || rc) {
         fprintf(stderr, "raidkit serve: shutdown: %s\n", strerror(-(r ? r : rc)));

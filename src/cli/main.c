@@ -21,6 +21,11 @@ static const char main_usage[] =
     "  create   write superblocks and build a new array on MEMBER files\n"
     "  info     show the superblocks and array state of MEMBER files\n"
     "  serve    assemble the array from MEMBER files and serve it over NBD\n"
+    "  status   show a served array's state, rebuild/scrub progress and I/O counters\n"
+    "  fail     mark a member of a served array failed\n"
+    "  replace  rebuild a failed slot onto a new member (online or offline)\n"
+    "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
+    "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
     "  -h, --help      show this help (or `raidkit COMMAND --help` for a command)\n"
@@ -51,6 +56,16 @@ int main(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve"))
         return cli_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bench"))
+        return cli_bench(argc - 1, argv + 1);
+    if (!strcmp(cmd, "status"))
+        return cli_status(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fail"))
+        return cli_fail(argc - 1, argv + 1);
+    if (!strcmp(cmd, "replace"))
+        return cli_replace(argc - 1, argv + 1);
+    if (!strcmp(cmd, "scrub"))
+        return cli_scrub(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
 }

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -33,6 +35,10 @@ struct rk_volume {
     struct rk_dev *ro; /* read-only face over raid (read_only volumes), else NULL */
     bool read_only;
     bool was_dirty; /* dirty at open: the last shutdown was unclean */
+    /* Online replace: devices that held a replaced slot stay open until the raid device is
+     * closed (I/O to them may be in flight); file flags for new members. */
+    struct rk_dev *retired[RK_MAX_MEMBERS][3];
+    uint32_t file_flags;
 };
 
 struct rk_dev *rk_volume_dev(struct rk_volume *v)
@@ -101,7 +107,10 @@ static int vol_write_sbs(struct rk_volume *v, bool raw)
     int first = 0;
     v->sb.utime = (uint64_t)time(NULL);
     for (uint32_t i = 0; i < v->sb.members; i++) {
-        if (v->sb.slots[i].state != RK_SLOT_ACTIVE || !v->top[i])
+        /* A member being rebuilt carries the array state too (and its rebuild checkpoint). */
+        if ((v->sb.slots[i].state != RK_SLOT_ACTIVE &&
+             v->sb.slots[i].state != RK_SLOT_REBUILDING) ||
+            !v->top[i])
             continue;
         struct rk_sb copy = v->sb;
         meta_sb_for_slot(&copy, i);
@@ -135,6 +144,34 @@ static void vol_member_failed(void *ctx, uint32_t slot, int error)
     pthread_mutex_unlock(&v->lock);
 }
 
+/* rk_raid_events.rebuild_checkpoint: [0, offset) of slot's data area is in sync and durable. */
+static void vol_rebuild_checkpoint(void *ctx, uint32_t slot, uint64_t offset)
+{
+    struct rk_volume *v = ctx;
+    pthread_mutex_lock(&v->lock);
+    if (slot < v->sb.members && v->sb.slots[slot].state == RK_SLOT_REBUILDING) {
+        v->sb.slots[slot].rebuild_offset = offset;
+        vol_write_sbs(v, false);
+    }
+    pthread_mutex_unlock(&v->lock);
+}
+
+/* rk_raid_events.rebuild_done: a complete rebuild makes the slot active on disk too. */
+static void vol_rebuild_done(void *ctx, uint32_t slot, int result)
+{
+    struct rk_volume *v = ctx;
+    pthread_mutex_lock(&v->lock);
+    if (slot < v->sb.members && v->sb.slots[slot].state == RK_SLOT_REBUILDING && result == 0) {
+        v->sb.slots[slot].state = RK_SLOT_ACTIVE;
+        v->sb.slots[slot].rebuild_offset = 0;
+        v->sb.events++;
+        rk_info("member %s (slot %" PRIu32 ") rebuilt; active, event %" PRIu64, v->paths[slot],
+                slot, v->sb.events);
+        vol_write_sbs(v, false);
+    }
+    pthread_mutex_unlock(&v->lock);
+}
+
 /* Free everything of a half-built or finished volume (no superblock writes). */
 static void vol_destroy(struct rk_volume *v)
 {
@@ -142,6 +179,9 @@ static void vol_destroy(struct rk_volume *v)
         return;
     rk_dev_close(v->ro);
     rk_dev_close(v->raid);
+    for (int i = 0; i < RK_MAX_MEMBERS; i++)
+        for (int k = 0; k < 3; k++)
+            rk_dev_close(v->retired[i][k]);
     for (int i = 0; i < RK_MAX_MEMBERS; i++) {
         if (v->top[i] && v->top[i] != v->file[i] && v->top[i] != v->emu[i])
             rk_dev_close(v->top[i]);
@@ -246,6 +286,7 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     pthread_mutex_init(&v->lock, NULL);
     v->read_only = o->read_only;
     uint32_t flags = o->file_flags | (o->read_only ? RK_FILE_READ_ONLY : 0);
+    v->file_flags = flags;
     meta_scan(s, paths, n, flags, true);
     r = vol_check_scan(s, err, errlen);
     if (r)
@@ -272,7 +313,10 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     for (uint32_t i = 0; i < v->sb.members; i++) {
         int idx = s->slot_member[i];
         uint32_t state = v->sb.slots[i].state;
-        if (state != RK_SLOT_ACTIVE) {
+        /* A member being rebuilt is kept: its rebuild resumes from the checkpoint once the
+         * array runs (it serves no reads until complete). Counted as out for redundancy. */
+        bool resume = state == RK_SLOT_REBUILDING && idx >= 0 && !o->read_only;
+        if (state != RK_SLOT_ACTIVE && !resume) {
             /* Failed stays failed (the array already ran without it); spare and rebuilding
              * slots hold no complete data, so the engine gets no device for them. */
             nout++;
@@ -281,6 +325,8 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
                         i, rk_slot_state_name((int)state));
             continue;
         }
+        if (resume)
+            nout++;
         if (idx < 0) {
             nmissing++;
             nout++;
@@ -370,8 +416,16 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
         }
     }
     rk_sb_geom(&v->sb, &v->geom);
-    struct rk_raid_events ev = {.ctx = v, .member_failed = vol_member_failed};
-    r = rk_raid_open(&v->geom, v->top, &ev, &v->raid);
+    struct rk_raid_events ev = {.ctx = v,
+                                .member_failed = vol_member_failed,
+                                .rebuild_checkpoint = vol_rebuild_checkpoint,
+                                .rebuild_done = vol_rebuild_done};
+    /* Slots being rebuilt join after the engine starts (rk_raid_add_member below). */
+    struct rk_dev *start_devs[RK_MAX_MEMBERS];
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++)
+        start_devs[i] =
+            i < v->sb.members && v->sb.slots[i].state == RK_SLOT_REBUILDING ? NULL : v->top[i];
+    r = rk_raid_open(&v->geom, start_devs, &ev, &v->raid);
     if (r < 0) {
         v->raid = NULL;
         rk_set_err(err, errlen, "array %s: cannot start %s: %s", uuid, rk_level_name(v->sb.level),
@@ -386,6 +440,20 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     if (nmissing)
         rk_warn("array %s started degraded: slot%s %s missing", uuid, nmissing > 1 ? "s" : "",
                 missing);
+    for (uint32_t i = 0; i < v->sb.members; i++) {
+        if (v->sb.slots[i].state != RK_SLOT_REBUILDING || !v->top[i])
+            continue;
+        uint64_t from = v->sb.slots[i].rebuild_offset;
+        int a = rk_raid_add_member(v->raid, i, v->top[i]);
+        if (!a)
+            a = rk_raid_rebuild_start(v->raid, i, from, o->rebuild_rate);
+        if (a)
+            rk_warn("member %s (slot %" PRIu32 "): cannot resume its rebuild: %s", v->paths[i], i,
+                    strerror(-a));
+        else
+            rk_info("member %s (slot %" PRIu32 "): resuming rebuild at data offset %" PRIu64,
+                    v->paths[i], i, from);
+    }
     *out = v;
     v = NULL;
     r = 0;
@@ -409,6 +477,8 @@ int rk_volume_close(struct rk_volume *v)
 {
     if (!v)
         return 0;
+    /* A running rebuild checkpoints and stops before the final superblocks are written. */
+    rk_raid_job_stop(v->raid);
     int r = rk_dev_flush(v->raid);
     if (r < 0)
         rk_err("array flush failed: %s; leaving it marked dirty", strerror(-r));
@@ -482,4 +552,212 @@ char *rk_volume_status_json(struct rk_volume *v)
     char *text = cJSON_Print(root);
     cJSON_Delete(root);
     return text;
+}
+
+struct rk_dev *rk_volume_raid(struct rk_volume *v)
+{
+    return v ? v->raid : NULL;
+}
+
+const char *rk_volume_member_path(struct rk_volume *v, uint32_t slot)
+{
+    return v && slot < v->sb.members ? v->paths[slot] : NULL;
+}
+
+/* Is path the same file as a current member? Returns the slot or -1. */
+static int vol_same_file(struct rk_volume *v, const char *path)
+{
+    struct stat a, b;
+    if (stat(path, &a))
+        return -1;
+    for (uint32_t i = 0; i < v->sb.members; i++)
+        if (v->paths[i] && !stat(v->paths[i], &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            return (int)i;
+    return -1;
+}
+
+/* Check the candidate member of slot: 0 or -errno with err. Reads its superblock. */
+static int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path,
+                                struct rk_dev *dev, char *err, size_t errlen)
+{
+    uint64_t need = v->sb.data_offset + v->sb.slots[slot].data_size;
+    char sz[32], nsz[32], ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
+    if (dev->size < need) {
+        rk_set_err(err, errlen,
+                   "%s is too small: %s, slot %" PRIu32 " needs %s (%" PRIu64 " bytes)", path,
+                   rk_format_size(dev->size, sz, sizeof(sz)), slot,
+                   rk_format_size(need, nsz, sizeof(nsz)), need);
+        return -ENOSPC;
+    }
+    struct rk_dev *raid = v->raid;
+    if (dev->block_size > raid->block_size) {
+        rk_set_err(err, errlen, "%s has block size %" PRIu32 ", larger than the array's %" PRIu32,
+                   path, dev->block_size, raid->block_size);
+        return -EINVAL;
+    }
+    struct rk_sb sb;
+    char serr[200];
+    if (meta_read_sb(dev, &sb, serr, sizeof(serr)) == 0) {
+        if (memcmp(sb.array_uuid, v->sb.array_uuid, RK_UUID_LEN) != 0) {
+            rk_set_err(err, errlen, "%s holds a superblock of another array (%s); wipe it first",
+                       path, rk_uuid_format(sb.array_uuid, ua));
+            return -EEXIST;
+        }
+        for (uint32_t i = 0; i < v->sb.members; i++) {
+            int st = rk_raid_slot_state(raid, i);
+            if (!memcmp(sb.member_uuid, v->sb.slots[i].uuid, RK_UUID_LEN) &&
+                (st == RK_SLOT_ACTIVE || st == RK_SLOT_REBUILDING)) {
+                rk_set_err(err, errlen, "%s is already slot %" PRIu32 " of this array (%s)", path,
+                           i, rk_uuid_format(v->sb.array_uuid, ub));
+                return -EEXIST;
+            }
+        }
+    }
+    return 0;
+}
+
+static int vol_random_uuid(uint8_t *u)
+{
+    size_t got = 0;
+    while (got < RK_UUID_LEN) {
+        ssize_t r = getrandom(u + got, RK_UUID_LEN - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        got += (size_t)r;
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    return 0;
+}
+
+int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
+                      char *err, size_t errlen)
+{
+    struct rk_dev *dev = NULL;
+    char *dup = NULL;
+    int r;
+    if (!v || !path) {
+        rk_set_err(err, errlen, "no volume or member path");
+        return -EINVAL;
+    }
+    if (v->read_only) {
+        rk_set_err(err, errlen, "the volume is read-only");
+        return -EROFS;
+    }
+    if (slot >= v->sb.members) {
+        rk_set_err(err, errlen, "slot %" PRIu32 " out of range: the array has slots 0..%" PRIu32,
+                   slot, v->sb.members - 1);
+        return -EINVAL;
+    }
+    if (rk_level_max_failed(v->sb.level, v->sb.members) <= 0) {
+        rk_set_err(err, errlen, "%s has no redundancy to rebuild a member from",
+                   rk_level_name(v->sb.level));
+        return -EOPNOTSUPP;
+    }
+    struct rk_raid_progress p;
+    rk_raid_progress(v->raid, &p);
+    if (p.state == RK_JOB_RUNNING) {
+        if (p.kind == RK_JOB_REBUILD)
+            rk_set_err(err, errlen,
+                       "a rebuild of slot %" PRIu32 " is running (%.0f%%); one replace at a time",
+                       p.slot, p.end ? 100.0 * (double)p.pos / (double)p.end : 0.0);
+        else
+            rk_set_err(err, errlen, "a scrub is running; replace after it finished");
+        return -EBUSY;
+    }
+    int st = rk_raid_slot_state(v->raid, slot);
+    if (st == RK_SLOT_ACTIVE || st == RK_SLOT_REBUILDING) {
+        rk_set_err(err, errlen,
+                   "slot %" PRIu32 " is %s; only a failed or missing slot can be replaced (fail "
+                   "it first: raidkit fail --slot %" PRIu32 ")",
+                   slot, rk_slot_state_name(st), slot);
+        return -EBUSY;
+    }
+    int same = vol_same_file(v, path);
+    if (same >= 0) {
+        rk_set_err(err, errlen, "%s is already the member of slot %d", path, same);
+        return -EEXIST;
+    }
+    r = rk_file_open(path, v->file_flags, &dev);
+    if (r < 0) {
+        dev = NULL;
+        rk_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
+        goto out;
+    }
+    r = vol_check_new_member(v, slot, path, dev, err, errlen);
+    if (r)
+        goto out;
+    dup = strdup(path);
+    if (!dup) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+
+    pthread_mutex_lock(&v->lock);
+    struct rk_sb_slot old = v->sb.slots[slot];
+    r = vol_random_uuid(v->sb.slots[slot].uuid);
+    if (!r) {
+        v->sb.slots[slot].state = RK_SLOT_REBUILDING;
+        v->sb.slots[slot].rebuild_offset = 0;
+        v->sb.events++;
+        /* The new member's own superblock first: without it nothing else may change. */
+        struct rk_sb copy = v->sb;
+        meta_sb_for_slot(&copy, slot);
+        r = meta_write_sb(dev, &copy);
+        if (r) {
+            v->sb.slots[slot] = old;
+            v->sb.events--;
+            rk_set_err(err, errlen, "cannot write the superblock of %s: %s", path, strerror(-r));
+        }
+    } else {
+        rk_set_err(err, errlen, "getrandom: %s", strerror(-r));
+    }
+    if (!r) {
+        /* The old devices of the slot (a failed member) retire; I/O may still be in flight. */
+        struct rk_dev *olds[3] = {v->top[slot], v->emu[slot], v->file[slot]};
+        for (int k = 0; k < 3; k++) {
+            bool seen = false;
+            for (int j = 0; j < k; j++)
+                seen |= olds[j] == olds[k];
+            /* Devices retired by an earlier replace of this slot had a whole rebuild to
+             * drain their I/O. */
+            rk_dev_close(v->retired[slot][k]);
+            v->retired[slot][k] = seen ? NULL : olds[k];
+        }
+        free(v->paths[slot]);
+        v->paths[slot] = dup;
+        dup = NULL;
+        v->file[slot] = v->top[slot] = dev;
+        v->emu[slot] = NULL;
+        vol_write_sbs(v, false);
+    }
+    pthread_mutex_unlock(&v->lock);
+    if (r)
+        goto out;
+    struct rk_dev *member = dev;
+    dev = NULL; /* owned by the volume now */
+    r = rk_raid_add_member(v->raid, slot, member);
+    if (!r)
+        r = rk_raid_rebuild_start(v->raid, slot, 0, rate);
+    if (r) {
+        /* Back to failed on disk; the new member keeps a superblock that says rebuilding at
+         * offset 0, which assembly never trusts for data. */
+        rk_set_err(err, errlen, "cannot start the rebuild of slot %" PRIu32 ": %s", slot,
+                   strerror(-r));
+        pthread_mutex_lock(&v->lock);
+        v->sb.slots[slot].state = RK_SLOT_FAILED;
+        v->sb.events++;
+        vol_write_sbs(v, false);
+        pthread_mutex_unlock(&v->lock);
+        goto out;
+    }
+    rk_info("replacing slot %" PRIu32 " with %s: rebuild started", slot, path);
+out:
+    free(dup);
+    rk_dev_close(dev);
+    return r;
 }

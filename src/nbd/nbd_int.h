@@ -85,7 +85,17 @@ struct rk_nbd_server {
     pthread_mutex_t q_lock;
     pthread_cond_t q_cond;
     struct nbd_req *q_head, *q_tail;
-    int q_idle; /* workers waiting on q_cond (skip the signal when none waits) */
+    int q_idle;   /* workers waiting on q_cond */
+    int q_waking; /* signalled workers that have not yet woken (see nbd_pool_wake) */
+    int fast_cap; /* running workers allowed while requests are fast: CPUs + 1 */
+    /* Workers inside a reply send (possibly blocked by a client that does not read): they are
+     * not running, so nbd_pool_wake does not count them against fast_cap. */
+    atomic_int workers_sending;
+    bool inline_ok; /* reader may run fast requests itself; env RAIDKIT_NBD_INLINE=0 turns
+                     * this off so tests can force every request through the pool */
+    /* Moving mean of request service time (execute + reply), updated by whoever runs a request;
+     * relaxed and racy on purpose: it only steers nbd_pool_wake and inline execution. */
+    _Atomic int64_t svc_ewma_ns;
     bool pool_stop;
     pthread_t *workers;
     int nworkers;
@@ -107,6 +117,11 @@ void nbd_req_execute(struct nbd_req *r);
 
 /* server.c: hand a request to the worker pool. */
 void nbd_pool_push(struct rk_nbd_server *srv, struct nbd_req *r);
+/* server.c: true in worker pool threads. */
+extern __thread bool nbd_in_worker;
+/* server.c: monotonic clock, and feeding one service time into srv->svc_ewma_ns. */
+uint64_t nbd_now_ns(void);
+void nbd_svc_sample(struct rk_nbd_server *srv, int64_t dt_ns);
 
 /* Socket helpers (transmit.c): whole-buffer receive and vectored send; 0 or -errno
  * (-ECONNRESET for EOF). */

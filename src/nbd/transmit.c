@@ -99,9 +99,14 @@ static void nbd_send_locked(struct nbd_conn *c, struct iovec *iov, int n)
 {
     if (atomic_load_explicit(&c->send_failed, memory_order_relaxed))
         return;
+    atomic_int *sending = &c->srv->workers_sending;
+    if (nbd_in_worker)
+        atomic_fetch_add_explicit(sending, 1, memory_order_relaxed);
     pthread_mutex_lock(&c->send_lock);
     int r = nbd_send_iov(c->fd, iov, n);
     pthread_mutex_unlock(&c->send_lock);
+    if (nbd_in_worker)
+        atomic_fetch_sub_explicit(sending, 1, memory_order_relaxed);
     if (r) {
         atomic_store(&c->send_failed, true);
         shutdown(c->fd, SHUT_RDWR);
@@ -300,6 +305,11 @@ static int nbd_validate(struct nbd_conn *c, uint16_t type, uint16_t flags, uint6
     return rk_dev_check_range(srv->dev, op, len, off);
 }
 
+/* Inline execution in the reader (see nbd_conn_serve): small READ/WRITE only, while the mean
+ * service time stays below NBD_INLINE_NS. */
+#define NBD_INLINE_MAX (64u * 1024)
+#define NBD_INLINE_NS  20000
+
 void nbd_conn_serve(struct nbd_conn *c)
 {
     struct rk_nbd_server *srv = c->srv;
@@ -345,6 +355,16 @@ void nbd_conn_serve(struct nbd_conn *c)
         if (type == NBD_CMD_WRITE && nbd_recv_all(c->fd, r->buf, len) != 0) {
             nbd_req_put(r, len);
             break;
+        }
+        if (srv->inline_ok && has_buf && len <= NBD_INLINE_MAX &&
+            atomic_load_explicit(&srv->svc_ewma_ns, memory_order_relaxed) < NBD_INLINE_NS) {
+            /* The device answers in microseconds (memory, page cache): running the request
+             * here is cheaper than waking a worker. A slow request raises the mean and sends
+             * the following ones back to the pool, where they run concurrently. */
+            uint64_t t0 = nbd_now_ns();
+            nbd_req_execute(r);
+            nbd_svc_sample(srv, (int64_t)(nbd_now_ns() - t0));
+            continue;
         }
         nbd_pool_push(srv, r);
     }

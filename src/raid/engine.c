@@ -7,6 +7,7 @@
 
 #include "core/util.h"
 #include "raid/raid_int.h"
+#include "raid/rangelock.h"
 
 /*
  * Request flow (linear, raid0, raid1, raid10 — every level whose data has 1..n plain copies):
@@ -98,7 +99,8 @@ static int raid_pick(struct raid_priv *r, const struct raid_round *rd,
     if (rd && rd->prev_slot >= 0 && (usable & (1u << rd->prev_slot)) &&
         rd->picked_bytes[rd->prev_slot] + len <= rd->share) {
         for (int i = 0; i < n; i++)
-            if (c[i].slot == (uint32_t)rd->prev_slot)
+            if (c[i].slot == (uint32_t)rd->prev_slot &&
+                !raid_bad_hit(r, c[i].slot, c[i].member_off, len))
                 return i;
     }
     uint32_t start = n > 1 ? atomic_fetch_add_explicit(&r->rr, 1, memory_order_relaxed) : 0;
@@ -106,6 +108,9 @@ static int raid_pick(struct raid_priv *r, const struct raid_round *rd,
         int i = (int)((start + (uint32_t)k) % (uint32_t)n);
         uint32_t s = c[i].slot;
         if (!(usable & (1u << s)))
+            continue;
+        /* Ranges a rebuild could not reconstruct hold no data on that slot. */
+        if (raid_bad_hit(r, s, c[i].member_off, len))
             continue;
         int64_t load = atomic_load_explicit(&r->members[s]->inflight, memory_order_relaxed);
         if (rd)
@@ -221,6 +226,8 @@ static bool raid_range_written(struct raid_priv *r, uint64_t start, uint64_t end
 {
     const struct raid_layout *l = &r->l;
     struct rk_raid_extent c[RK_MAX_MEMBERS];
+    /* A copy on a slot still being rebuilt cannot be read back: it does not count. */
+    ok &= raid_read_mask(r);
     while (start < end) {
         uint64_t run;
         int n = l->lvl->map(l, start, c, RK_MAX_MEMBERS, &run);
@@ -244,6 +251,9 @@ static int raid_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
     struct rk_raid_extent c[RK_MAX_MEMBERS];
     bool is_read = op == RK_OP_READ;
     int ret = 0;
+    /* Writes exclude rebuild/scrub steps over the same member range (rangelock.h). */
+    struct raid_range lk;
+    bool locked = !is_read && raid_write_begin(r, &lk, off, len);
 
     rk_io_batch_init(&batch);
     raid_round_init(&rd, true);
@@ -320,29 +330,43 @@ static int raid_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
             ret = -EIO;
     }
     rk_io_batch_destroy(&batch);
+    if (!is_read)
+        raid_write_end(r, &lk, locked);
     return ret;
 }
 
 static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
-    return raid_rw(dev->priv, RK_OP_READ, buf, len, off, 0);
+    struct raid_priv *r = dev->priv;
+    if (r->l.lvl->rw)
+        return r->l.lvl->rw(r, RK_OP_READ, buf, len, off, 0);
+    return raid_rw(r, RK_OP_READ, buf, len, off, 0);
 }
 
 static int raid_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
                       uint32_t flags)
 {
     /* Member writes only read the buffer; rk_io has one non-const pointer for both ways. */
-    return raid_rw(dev->priv, RK_OP_WRITE, (char *)buf, len, off, flags);
+    struct raid_priv *r = dev->priv;
+    if (r->l.lvl->rw)
+        return r->l.lvl->rw(r, RK_OP_WRITE, (char *)buf, len, off, flags);
+    return raid_rw(r, RK_OP_WRITE, (char *)buf, len, off, flags);
 }
 
 static int raid_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
-    return raid_rw(dev->priv, RK_OP_DISCARD, NULL, len, off, 0);
+    struct raid_priv *r = dev->priv;
+    if (r->l.lvl->rw)
+        return r->l.lvl->rw(r, RK_OP_DISCARD, NULL, len, off, 0);
+    return raid_rw(r, RK_OP_DISCARD, NULL, len, off, 0);
 }
 
 static int raid_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
-    return raid_rw(dev->priv, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
+    struct raid_priv *r = dev->priv;
+    if (r->l.lvl->rw)
+        return r->l.lvl->rw(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
+    return raid_rw(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
 }
 
 /* Flush every writable member in parallel; a member that cannot flush is failed like one that
@@ -384,6 +408,9 @@ static void raid_close(struct rk_dev *dev)
     struct raid_priv *r = dev->priv;
     if (!r)
         return;
+    raid_mgmt_destroy(r); /* stops a running rebuild/scrub first */
+    if (r->l.lvl->close)
+        r->l.lvl->close(r);
     pthread_mutex_destroy(&r->fail_lock);
     free(r);
 }
@@ -444,6 +471,11 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
     }
     if (ev)
         r->ev = *ev;
+    if (r->l.lvl->open) {
+        ret = r->l.lvl->open(r);
+        if (ret)
+            goto out;
+    }
     dev = rk_dev_alloc(&raid_ops, r, r->l.lvl->name);
     if (!dev) {
         ret = -ENOMEM;
@@ -453,9 +485,18 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
     dev->block_size = bs;
     dev->opt_io_size = g->chunk;
     dev->direct = direct;
+    ret = raid_mgmt_init(r, dev);
+    if (ret)
+        goto out;
     *out = dev;
     return 0;
 out:
+    if (dev) {
+        dev->priv = NULL;
+        rk_dev_close(dev);
+    }
+    if (r->l.lvl && r->l.lvl->close)
+        r->l.lvl->close(r); /* a no-op unless open() ran */
     pthread_mutex_destroy(&r->fail_lock);
     free(r);
     return ret;
@@ -494,4 +535,10 @@ const struct rk_raid_geom *rk_raid_geometry(struct rk_dev *raid)
 {
     struct raid_priv *r = raid_priv_of(raid);
     return r ? &r->l.g : NULL;
+}
+
+struct rk_dev *rk_raid_member(struct rk_dev *raid, uint32_t slot)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    return r && slot < r->l.g.members ? r->members[slot] : NULL;
 }

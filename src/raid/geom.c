@@ -6,7 +6,7 @@
 #include "core/util.h"
 #include "raid/raid_int.h"
 
-/* Every level raidkit knows, implemented by the engine or not (raid5/6 come later). */
+/* Every level raidkit knows (each has an engine implementation in its own file). */
 static const struct {
     int level;
     const char *name;
@@ -55,19 +55,8 @@ int rk_level_min_members(int level)
 
 int rk_level_max_failed(int level, uint32_t members)
 {
-    switch (level) {
-    case RK_LEVEL_LINEAR:
-    case RK_LEVEL_RAID0:
-        return 0;
-    case RK_LEVEL_RAID1:
-        return members ? (int)members - 1 : 0;
-    case RK_LEVEL_RAID10:
-    case RK_LEVEL_RAID5:
-        return 1;
-    case RK_LEVEL_RAID6:
-        return 2;
-    }
-    return -EINVAL;
+    const struct raid_level *lvl = raid_level_get(level);
+    return lvl ? lvl->max_failed(members) : -EINVAL;
 }
 
 const struct raid_level *raid_level_get(int level)
@@ -81,6 +70,10 @@ const struct raid_level *raid_level_get(int level)
         return &raid_level_raid1;
     case RK_LEVEL_RAID10:
         return &raid_level_raid10;
+    case RK_LEVEL_RAID5:
+        return &raid_level_raid5;
+    case RK_LEVEL_RAID6:
+        return &raid_level_raid6;
     }
     return NULL;
 }
@@ -147,11 +140,6 @@ uint64_t rk_raid_array_size(const struct rk_raid_geom *g)
     struct raid_layout l;
     if (rk_raid_geom_check(g, NULL, 0))
         return 0;
-    /* Parity levels: md's rule, (members - parity) * smallest data size. */
-    if (g->level == RK_LEVEL_RAID5)
-        return (g->members - 1) * raid_min_data(g);
-    if (g->level == RK_LEVEL_RAID6)
-        return (g->members - 2) * raid_min_data(g);
     if (raid_layout_init(&l, g))
         return 0;
     return l.size;

@@ -1,6 +1,7 @@
 /* raid1: n-way mirror, every slot holds the whole array at the same offset. The array is as
  * large as the smallest slot; any one live slot holds all data. */
 #include "raid/raid_int.h"
+#include "raid/rangelock.h"
 
 static void raid1_setup(struct raid_layout *l)
 {
@@ -23,7 +24,7 @@ static int raid1_map(const struct raid_layout *l, uint64_t off, struct rk_raid_e
 
 static int raid1_max_failed(uint32_t members)
 {
-    return (int)members - 1;
+    return members ? (int)members - 1 : 0;
 }
 
 static bool raid1_survives(const struct raid_layout *l, uint32_t alive)
@@ -40,4 +41,6 @@ const struct raid_level raid_level_raid1 = {
     .setup = raid1_setup,
     .map = raid1_map,
     .survives = raid1_survives,
+    .reconstruct = raid_copies_reconstruct,
+    .scrub = raid_copies_scrub,
 };

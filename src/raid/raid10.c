@@ -1,6 +1,7 @@
 /* raid10: Linux md "near" layout with 2 copies over any n >= 2 members. Chunk c's copies sit at
  * positions 2c and 2c+1 of a row-major walk over the members (works for odd n too). */
 #include "raid/raid_int.h"
+#include "raid/rangelock.h"
 
 /*
  * Position p -> slot p % n, member chunk row p / n. With n = 3:
@@ -58,4 +59,6 @@ const struct raid_level raid_level_raid10 = {
     .setup = raid10_setup,
     .map = raid10_map,
     .survives = raid10_survives,
+    .reconstruct = raid_copies_reconstruct,
+    .scrub = raid_copies_scrub,
 };

@@ -34,6 +34,7 @@ struct raid_layout {
 };
 
 struct raid_priv;
+struct raid_mgmt;
 
 /*
  * One RAID level (SPDK's raid_bdev_module). The engine is generic over "copies": every array
@@ -75,6 +76,10 @@ struct raid_level {
                        void *buf);
     int (*scrub)(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
                  uint64_t *mismatches);
+    /* Optional: set up r->level_priv once the layout is known (stripe locks, buffers), before
+     * any request; close() frees it. Returns 0 or -errno. */
+    int (*open)(struct raid_priv *r);
+    void (*close)(struct raid_priv *r);
 };
 
 /* The state of one open raid device (rk_dev.priv). */
@@ -87,12 +92,16 @@ struct raid_priv {
     pthread_mutex_t fail_lock;              /* serialises rk_raid_fail_slot's "would this lose
                                              * data" check; never held across a callback */
     void *level_priv;                       /* parity levels: stripe locks, caches */
+    struct raid_mgmt *mgmt;                 /* range lock, bad ranges, rebuild/scrub job
+                                             * (src/raid/rangelock.h) */
 };
 
 extern const struct raid_level raid_level_linear;
 extern const struct raid_level raid_level_raid0;
 extern const struct raid_level raid_level_raid1;
 extern const struct raid_level raid_level_raid10;
+extern const struct raid_level raid_level_raid5;
+extern const struct raid_level raid_level_raid6;
 
 /* The table entry of a level, or NULL when the engine has no implementation (yet). */
 const struct raid_level *raid_level_get(int level);

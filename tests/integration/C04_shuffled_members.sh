@@ -63,7 +63,10 @@ for level in raid0 raid1 raid10; do
 
     # Shuffled and one missing (slot 2).
     if [ "$level" = raid0 ]; then
-        rk_serve_refused '.' --degraded "${M[3]}" "${M[1]}" "${M[0]}"
+        # raid0 has no redundancy: refused even with --degraded, and nothing is written.
+        sums=$(rk_sums "${M[@]}")
+        rk_serve_refused 'missing|unavailable|survive|redundan' --degraded "${M[3]}" "${M[1]}" "${M[0]}"
+        [ "$(rk_sums "${M[@]}")" = "$sums" ] || rk_fail "a refused raid0 --degraded serve changed member files"
     else
         rk_serve_refused 'degraded|missing' "${M[3]}" "${M[1]}" "${M[0]}"
         rk_serve --degraded "${M[3]}" "${M[1]}" "${M[0]}"
@@ -75,6 +78,7 @@ for level in raid0 raid1 raid10; do
     sums=$(rk_sums "${M[@]}")
     "$RAIDKIT" create --level "$level" "${M[@]}" >"$T/create.out" 2>"$T/create.err"
     rc=$?
+    rk_no_sanitizer "$T/create.err" "raidkit create"
     [ "$rc" -ne 0 ] || rk_fail "create over existing members succeeded without --force"
     [ "$rc" -lt 128 ] || rk_fail "create over existing members crashed (status $rc): $(cat "$T/create.err")"
     [ -s "$T/create.err" ] || rk_fail "create over existing members refused without a message"

@@ -22,6 +22,7 @@ bad()
     timeout 10 "$RAIDKIT" "$@" >"$T/out" 2>"$T/err" </dev/null
     rc=$?
     lines=$(wc -l <"$T/err")
+    rk_no_sanitizer "$T/err" "raidkit $*"
     if [ "$rc" -eq 0 ]; then
         echo "FAIL ($what): raidkit $* exited 0" >&2
         nfail=$((nfail + 1))

@@ -10,7 +10,10 @@
 #   rk_serve "${M[@]}"            # sets RK_PID RK_SOCK RK_URI RK_LOG
 #   ...clients against "$RK_URI"...
 #   rk_stop                       # SIGTERM, exit status must be 0
-# Exit codes: 0 pass, 1 fail (rk_fail), 77 skip (rk_skip).
+# Exit codes: 0 pass, 1 fail (rk_fail), 77 skip (rk_skip). RK_KEEP=1 keeps $T for debugging.
+# Data checks: rk_stamp/rk_verify (stamped sectors through libnbd, see rk_write_py), rk_fio_verify,
+# rk_ext4_put/rk_ext4_get_check (ext4 image round trip + e2fsck), rk_check_nbdinfo. Composite
+# checks: rk_level_case (level_*.sh) and rk_degraded_suite (degraded_*.sh).
 
 # shellcheck disable=SC2119,SC2120,SC2034
 set -u -o pipefail
@@ -65,6 +68,17 @@ rk_cleanup()
         fi
     fi
     exit $rc
+}
+
+# rk_no_sanitizer FILE WHAT: fail when FILE (a stderr capture) holds an ASan/UBSan/LSan report.
+rk_no_sanitizer()
+{
+    if grep -Eq 'Sanitizer|runtime error:' "$1" 2>/dev/null; then
+        echo "---- $1 ----" >&2
+        head -n 40 "$1" >&2
+        RK_LOG=""
+        rk_fail "sanitizer report from $2"
+    fi
 }
 
 # rk_init: check the environment, make the private temp dir $T, install the cleanup trap.
@@ -154,7 +168,9 @@ rk_serve()
     RK_LOG="$T/serve.$RK_NSERVE.log"
     RK_URI="nbd+unix:///?socket=$RK_SOCK"
     rk_log "serve $*"
-    "$RAIDKIT" serve --listen "unix:$RK_SOCK" "$@" 2>"$RK_LOG" &
+    # timeout(1) forwards SIGTERM/SIGINT to the server and keeps an orphan from outliving a test
+    # that CTest had to kill.
+    timeout -k 5 "${RK_SERVE_TIMEOUT:-300}" "$RAIDKIT" serve --listen "unix:$RK_SOCK" "$@" 2>"$RK_LOG" &
     RK_PID=$!
     local i
     for i in $(seq 100); do
@@ -163,6 +179,7 @@ rk_serve()
             wait "$RK_PID"
             local rc=$?
             RK_PID=""
+            rk_no_sanitizer "$RK_LOG" "raidkit serve $*"
             rk_fail "raidkit serve $* exited with status $rc before listening"
         fi
         sleep 0.1
@@ -170,11 +187,13 @@ rk_serve()
     rk_fail "raidkit serve $* did not listen on $RK_SOCK within 10 s"
 }
 
-# rk_stop: SIGTERM the server, wait (20 s at most) and require exit status 0.
+# rk_stop [SIGNAL]: stop the server with SIGTERM (or SIGNAL, e.g. INT), wait (20 s at most) and
+# require exit status 0.
 rk_stop()
 {
+    local sig=${1:-TERM}
     [ -n "$RK_PID" ] || rk_fail "rk_stop: no server running"
-    kill -TERM "$RK_PID" 2>/dev/null
+    kill -"$sig" "$RK_PID" 2>/dev/null
     local i rc
     for i in $(seq 200); do
         kill -0 "$RK_PID" 2>/dev/null || break
@@ -184,12 +203,13 @@ rk_stop()
         kill -KILL "$RK_PID" 2>/dev/null
         wait "$RK_PID" 2>/dev/null
         RK_PID=""
-        rk_fail "raidkit serve did not exit within 20 s of SIGTERM"
+        rk_fail "raidkit serve did not exit within 20 s of SIG$sig"
     fi
     wait "$RK_PID"
     rc=$?
     RK_PID=""
-    [ "$rc" -eq 0 ] || rk_fail "raidkit serve exited with status $rc after SIGTERM (want 0)"
+    [ "$rc" -eq 0 ] || rk_fail "raidkit serve exited with status $rc after SIG$sig (want 0)"
+    rk_no_sanitizer "$RK_LOG" "raidkit serve"
     [ ! -S "$RK_SOCK" ] || rk_log "note: socket $RK_SOCK left behind after exit"
 }
 
@@ -205,6 +225,7 @@ rk_serve_refused()
     rc=$?
     [ "$rc" -ne 124 ] || rk_fail "serve $* should have been refused but it kept running: $(cat "$err")"
     [ "$rc" -ne 0 ] || rk_fail "serve $* should have been refused but exited 0"
+    rk_no_sanitizer "$err" "raidkit serve $*"
     [ -s "$err" ] || rk_fail "serve $* refused (status $rc) without a message on stderr"
     grep -Eqi -- "$re" "$err" || rk_fail "serve $* refused, but the message does not match /$re/: $(cat "$err")"
     RK_LOG_LAST=$err
@@ -247,8 +268,9 @@ rk_fio()
 {
     local name=$1
     shift
-    fio --name="$name" --ioengine=nbd --uri="$RK_URI" --randseed=4242 --output="$T/fio.$name.out" \
-        "$@" >/dev/null 2>"$T/fio.$name.err" ||
+    # Run in $T and never save verify state: fio would leave local-*-verify.state in the cwd.
+    (cd "$T" && fio --name="$name" --ioengine=nbd --uri="$RK_URI" --randseed=4242 \
+        --verify_state_save=0 --output="$T/fio.$name.out" "$@" >/dev/null 2>"$T/fio.$name.err") ||
         rk_fail "fio $name failed: $(tail -n 20 "$T/fio.$name.err" "$T/fio.$name.out")"
     grep -q "err= 0" "$T/fio.$name.out" || rk_fail "fio $name reported errors: $(cat "$T/fio.$name.out")"
 }
@@ -305,7 +327,7 @@ rk_ext4_get_check()
     cmp -s "$T/ext4.img" "$T/ext4.out" ||
         rk_fail "ext4 image read back differs: $(cmp "$T/ext4.img" "$T/ext4.out" 2>&1 | head -n 1)"
     e2fsck -fn "$T/ext4.out" >"$T/e2fsck.out" 2>&1 || rk_fail "e2fsck -fn on the copy: $(cat "$T/e2fsck.out")"
-    rk_log "ext4 image round trip ok ($len bytes at $off, sha256 $(sha256sum <"$T/ext4.out" | cut -c1-16)..., e2fsck clean)"
+    rk_log "ext4 image round trip ok ($len bytes at $off, identical, e2fsck clean)"
 }
 
 # rk_sums FILE...: one line proving member files unchanged: size, mtime (ns) and the sha256 of the
@@ -350,14 +372,16 @@ def connect(uri):
     return h
 
 
+HDR = struct.Struct("<QQ")
+CRC = struct.Struct("<I")
+
+
 def stamps(off, n, gen):
-    buf = bytearray(n)
-    for i in range(0, n, 512):
-        x = off + i
-        hdr = struct.pack("<QQ", x, gen)
-        buf[i:i + 20] = hdr + struct.pack("<I", zlib.crc32(hdr))
-        buf[i + 20:i + 512] = FILL[((x >> 9) ^ gen) & 0xff]
-    return bytes(buf)
+    out = []
+    for x in range(off, off + n, 512):
+        hdr = HDR.pack(x, gen)
+        out += (hdr, CRC.pack(zlib.crc32(hdr)), FILL[((x >> 9) ^ gen) & 0xff])
+    return b"".join(out)
 
 
 def describe(sector):
@@ -448,6 +472,17 @@ def cmd_sha(uri, off, length):
     print(s.hexdigest())
 
 
+def cmd_stampsha(gen, off, length):
+    import hashlib
+    s = hashlib.sha256()
+    off, end = int(off), int(off) + int(length)
+    while off < end:
+        n = min(STEP, end - off)
+        s.update(stamps(off, n, int(gen)))
+        off += n
+    print(s.hexdigest())
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     try:
@@ -461,6 +496,8 @@ def main():
             cmd_putfile(*args)
         elif cmd == "getfile":
             cmd_getfile(*args)
+        elif cmd == "stampsha":
+            cmd_stampsha(*args)
         elif cmd == "sha":
             cmd_sha(*args)
         else:
@@ -501,7 +538,11 @@ rk_level_case()
     rk_check_nbdinfo "$want"
     rk_ext4_get_check
     rk_verify "$img" $((want - img)) 7
-    rk_stop
+    rk_stop INT
+    # A clean stop leaves the array marked clean.
+    rk_info_json "${M[@]}" >"$T/info.json"
+    [ "$(rk_info_get clean clean "$T/info.json")" = True ] ||
+        rk_fail "array not marked clean after SIGINT: $(cat "$T/info.json")"
 }
 
 # rk_others SLOT MEMBER...: print the members except the one at index SLOT, in reverse order (so
@@ -559,7 +600,6 @@ rk_degraded_fail_all() # N SIZE S CREATE_OPTS...
     rk_stamp 1 0 "$size"
     rk_stop
     rk_serve --debug-fault "$s:fail-all" "${M[@]}"
-    rk_verify 0 "$size" 1
     rk_stamp 2 0 "$half"
     rk_verify 0 "$half" 2 "$half" $((size - half)) 1
     rk_stop
@@ -597,7 +637,9 @@ rk_degraded_missing() # N SIZE S CREATE_OPTS...
     # shellcheck disable=SC2046
     rk_serve --degraded $(rk_others "$s" "${M[@]}")
     rk_ext4_get_check
-    rk_verify $((24 * MiB)) $((4 * MiB)) 4 $((28 * MiB)) $((size - 28 * MiB)) 3
+    local rest=$((size - 28 * MiB))
+    [ "$rest" -le $((4 * MiB)) ] || rest=$((4 * MiB))
+    rk_verify $((24 * MiB)) $((4 * MiB)) 4 $((28 * MiB)) "$rest" 3
     rk_stop
     rm -f "${M[@]}" "${M[$s]}.away"
 }
@@ -613,13 +655,19 @@ rk_degraded_read_eio() # N SIZE S CREATE_OPTS...
     rk_create "$@" "${M[@]}"
     rk_serve "${M[@]}"
     rk_stamp 5 0 "$size"
-    sum_ok=$(rk_py sha "$RK_URI" 0 "$size") || rk_fail "sha over the healthy array"
     rk_stop
+    sum_ok=$(rk_py stampsha 5 0 "$size") || rk_fail "stampsha"
     rk_serve --debug-fault "$s:read-eio=1M+4M" "${M[@]}"
     sum=$(rk_py sha "$RK_URI" 0 "$size") || rk_fail "reading the array with read errors on slot $s"
-    [ "$sum" = "$sum_ok" ] || rk_fail "checksum with read errors on slot $s: $sum, want $sum_ok"
-    rk_verify 0 "$size" 5
+    if [ "$sum" != "$sum_ok" ]; then
+        rk_py verify "$RK_URI" 0 "$size" 5
+        rk_fail "sha256 of the array with read errors on slot $s: $sum, want $sum_ok"
+    fi
     rk_stop
+    # Reads are spread over the copies, so some must have hit the faulty range and been answered
+    # from another copy; the server names the slot when it does. Without that, (c) tested nothing.
+    grep -Eq "slot $s([^0-9]|\$)" "$RK_LOG" ||
+        rk_fail "no server log line names slot $s: the injected read errors were never hit"
     rm -f "${M[@]}"
 }
 

@@ -26,7 +26,7 @@ struct bad {
     /* Reads touching [bad_lo, bad_hi) fail, like unreadable sectors; a write over the range
      * heals it (the disk remaps the sectors). */
     _Atomic uint64_t bad_lo, bad_hi;
-    _Atomic int reads, writes;
+    _Atomic int reads, writes, fua_writes, discards;
 };
 
 static int bad_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
@@ -49,6 +49,7 @@ static int bad_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t
 {
     struct bad *b = dev->priv;
     b->writes++;
+    b->fua_writes += (flags & RK_WRITE_FUA) != 0;
     if (b->fail_writes)
         return -EIO;
     bad_heal(b, len, off);
@@ -64,6 +65,7 @@ static int bad_flush(struct rk_dev *dev)
 static int bad_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
     struct bad *b = dev->priv;
+    b->discards++;
     return b->fail_writes ? -EIO : rk_dev_discard(b->inner, len, off);
 }
 
@@ -419,6 +421,28 @@ static void test_nonredundant_errors(void **state)
     }
 }
 
+/* FUA reaches every copy; a failing discard is ignored (advisory) and fails no slot. */
+static void test_fua_and_discard(void **state)
+{
+    struct fixture fx;
+    fx_open(&fx, RK_LEVEL_RAID1, 3);
+    uint8_t buf[8192];
+    memset(buf, 9, sizeof(buf));
+    assert_int_equal(rk_dev_write(fx.raid, buf, sizeof(buf), 4096, RK_WRITE_FUA), 0);
+    for (uint32_t s = 0; s < 3; s++)
+        assert_int_equal(bad_of(fx.members[s])->fua_writes, 1);
+    assert_int_equal(rk_dev_write(fx.raid, buf, sizeof(buf), 4096, 0), 0);
+    assert_int_equal(bad_of(fx.members[0])->fua_writes, 1);
+    bad_of(fx.members[1])->fail_writes = 1;
+    assert_int_equal(rk_dev_discard(fx.raid, 128 * KiB, 0), 0);
+    for (uint32_t s = 0; s < 3; s++) {
+        assert_int_equal(bad_of(fx.members[s])->discards, 1);
+        assert_int_equal(rk_raid_slot_state(fx.raid, s), RK_SLOT_ACTIVE);
+    }
+    assert_int_equal(fx.ev.calls[1], 0);
+    fx_close(&fx);
+}
+
 static void test_flush_error(void **state)
 {
     struct fixture fx;
@@ -506,6 +530,7 @@ int main(void)
         cmocka_unit_test(test_read_error_all_copies),
         cmocka_unit_test(test_write_error_all_copies),
         cmocka_unit_test(test_nonredundant_errors),
+        cmocka_unit_test(test_fua_and_discard),
         cmocka_unit_test(test_flush_error),
         cmocka_unit_test(test_enodev),
         cmocka_unit_test(test_fail_slot),

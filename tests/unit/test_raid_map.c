@@ -76,6 +76,30 @@ static void ref_build(const struct rk_raid_geom *g, struct ref_layout *ref)
         }
         break;
     }
+    case RK_LEVEL_RAID5:
+    case RK_LEVEL_RAID6: {
+        /* md's inverse map (compute_blocknr, ALGORITHM_LEFT_SYMMETRIC): walk every slot of every
+         * stripe row and derive which data chunk of the stripe it holds. */
+        uint64_t np = g->level == RK_LEVEL_RAID6 ? 2 : 1, nd = n - np, rows = minsz / ch;
+        ref->ncopies = 1;
+        for (uint64_t row = 0; row < rows; row++) {
+            uint64_t pd = n - 1 - row % n, qd = (pd + 1) % n;
+            for (uint32_t i = 0; i < n; i++) {
+                if (i == pd || (np == 2 && i == qd))
+                    continue;
+                uint64_t d;
+                if (np == 2 && pd == n - 1)
+                    d = i - 1; /* Q wrapped to slot 0: data starts at slot 1 */
+                else
+                    d = (i < pd ? i + n : i) - (pd + np);
+                assert_true(d < nd);
+                ref->slot[row * nd + d][0] = i;
+                ref->off[row * nd + d][0] = row * ch;
+            }
+            ref->nchunks += nd;
+        }
+        break;
+    }
     default:
         fail();
     }
@@ -135,11 +159,12 @@ static void check_geom(const struct rk_raid_geom *g, unsigned *seed)
 
 static void test_all_layouts(void **state)
 {
-    static const int levels[] = {RK_LEVEL_LINEAR, RK_LEVEL_RAID0, RK_LEVEL_RAID1, RK_LEVEL_RAID10};
+    static const int levels[] = {RK_LEVEL_LINEAR, RK_LEVEL_RAID0, RK_LEVEL_RAID1,
+                                 RK_LEVEL_RAID10, RK_LEVEL_RAID5, RK_LEVEL_RAID6};
     static const uint32_t chunks[] = {4 * KiB, 64 * KiB, 1 * MiB};
     unsigned seed = 12345;
     int configs = 0;
-    for (size_t li = 0; li < 4; li++) {
+    for (size_t li = 0; li < sizeof(levels) / sizeof(levels[0]); li++) {
         for (uint32_t n = 1; n <= 8; n++) {
             if ((int)n < rk_level_min_members(levels[li]))
                 continue;
@@ -182,6 +207,41 @@ static void test_sizes(void **state)
     assert_int_equal(rk_raid_array_size(&g), 64 * KiB);
     g.level = RK_LEVEL_RAID5;
     assert_int_equal(rk_raid_array_size(&g), 128 * KiB);
+    g.level = RK_LEVEL_RAID6;
+    g.members = 5;
+    g.data_size[3] = 64 * KiB;
+    g.data_size[4] = 128 * KiB; /* the smallest member decides: 3 * 64K */
+    assert_int_equal(rk_raid_array_size(&g), 192 * KiB);
+}
+
+/* The documented raid5/raid6 examples (docs/FORMAT.md): stripe by stripe, which slot holds
+ * which data chunk, written out by hand. */
+static void test_parity_layout_examples(void **state)
+{
+    /* raid5, 3 members: D0 m0, D1 m1, P m2 | D2 m2, D3 m0, P m1 | D4 m1, D5 m2, P m0 | D6 m0 */
+    static const uint32_t r5[] = {0, 1, 2, 0, 1, 2, 0, 1};
+    /* raid6, 4 members: stripe 0: P m3, Q m0, D0 m1, D1 m2; stripe 1: P m2, Q m3, D2 m0, D3 m1;
+     * stripe 2: P m1, Q m2, D4 m3, D5 m0; stripe 3: P m0, Q m1, D6 m2, D7 m3 */
+    static const uint32_t r6[] = {1, 2, 0, 1, 3, 0, 2, 3, 1, 2};
+    struct rk_raid_geom g = {.level = RK_LEVEL_RAID5,
+                             .members = 3,
+                             .chunk = 4 * KiB,
+                             .data_size = {64 * KiB, 64 * KiB, 64 * KiB, 64 * KiB}};
+    struct rk_raid_extent e;
+    uint64_t run;
+    for (uint64_t c = 0; c < sizeof(r5) / sizeof(r5[0]); c++) {
+        assert_int_equal(rk_raid_map(&g, c * 4 * KiB + 512, &e, 1, &run), 1);
+        assert_int_equal(e.slot, r5[c]);
+        assert_int_equal(e.member_off, c / 2 * 4 * KiB + 512);
+        assert_int_equal(run, 4 * KiB - 512);
+    }
+    g.level = RK_LEVEL_RAID6;
+    g.members = 4;
+    for (uint64_t c = 0; c < sizeof(r6) / sizeof(r6[0]); c++) {
+        assert_int_equal(rk_raid_map(&g, c * 4 * KiB, &e, 1, &run), 1);
+        assert_int_equal(e.slot, r6[c]);
+        assert_int_equal(e.member_off, c / 2 * 4 * KiB);
+    }
 }
 
 static void test_geom_check(void **state)
@@ -313,7 +373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_layouts),         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_geom_check),          cmocka_unit_test(test_level_names),
-        cmocka_unit_test(test_C02_unequal_members),
+        cmocka_unit_test(test_C02_unequal_members), cmocka_unit_test(test_parity_layout_examples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,152 @@
+/* raidkit bench internals: suites (bench/suites/), trial statistics, the fio-driven runner and the
+ * report renderers (text table like the seeds, JSON, CSV, SVG, HTML). Used by src/cli/cmd_bench.c.
+ */
+#ifndef RK_BENCH_H
+#define RK_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BENCH_MAX_JOBS    16
+#define BENCH_MAX_CONFIGS 24
+#define BENCH_MAX_TRIALS  64
+#define BENCH_BAR_WIDTH   79 /* line width of the longest bar row, as in the seeds' tables */
+#define BENCH_RSD_LIMIT   3.5
+
+/* ---- statistics (stats.c): pure functions ---- */
+double bench_mean(const double *v, int n);
+/* Sample standard deviation (n-1); 0 for n < 2. */
+double bench_stddev(const double *v, int n);
+/* Standard error of the mean: stddev / sqrt(n); 0 for n < 2. */
+double bench_stderr(const double *v, int n);
+/* Relative standard deviation in percent (stddev / mean * 100); 0 when the mean is 0. */
+double bench_rsd(const double *v, int n);
+/* Trial-extension rule: true while another trial is needed (n < min_trials, or the RSD is above
+ * rsd_limit percent and n < 4 * min_trials). */
+bool bench_need_more(const double *v, int n, int min_trials, double rsd_limit);
+
+/* ---- suites (suite.c) ---- */
+struct bench_job {
+    char name[32];  /* section name, e.g. "randread" */
+    char title[64]; /* "Random Read" */
+    char rw[16];    /* fio rw= */
+    uint32_t bs;    /* bytes */
+    int iodepth;
+    uint64_t size; /* bytes of the device the job covers */
+    int ramp;      /* seconds */
+    int runtime;   /* seconds */
+    int rwmixread; /* percent reads for mixed rw (randrw/rw), 0 = fio default */
+};
+
+struct bench_suite {
+    char name[64];
+    char description[256];
+    char reproduces[256];
+    char path[512];
+    int max_trials; /* cap on the trial extension; 0 = 4 x the minimum */
+    int njobs;
+    struct bench_job jobs[BENCH_MAX_JOBS];
+};
+
+/* Parse a suite file. Returns 0, or -errno with "FILE:LINE: reason" in err. */
+int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t errlen);
+/* Resolve NAME (bench/suites/NAME under srcdir/env RAIDKIT_SUITES_DIR/the installed dirs) or a
+ * path, and parse it. */
+int bench_suite_load(const char *name_or_path, struct bench_suite *s, char *err, size_t errlen);
+/* Largest job size: the device size every configuration must offer. */
+uint64_t bench_suite_max_size(const struct bench_suite *s);
+
+/* ---- results ---- */
+struct bench_cell {
+    int ntrials;
+    double trials[BENCH_MAX_TRIALS];    /* MB/s (10^6 bytes/s), reads + writes */
+    double read_mbs[BENCH_MAX_TRIALS];  /* read part */
+    double write_mbs[BENCH_MAX_TRIALS]; /* write part */
+    double mean, sd, se, rsd;
+    bool done;       /* measured (all trials) or partially measured */
+    bool host_bound; /* within 10% of the noop ceiling */
+    char note[160];
+};
+
+struct bench_config {
+    char name[32];  /* single, linear, raid0, ..., noop, nbdkit, btrfs-raid1 */
+    char label[48]; /* row label in tables: "Single Disk", "RAID 1+0", ... */
+    char kind[16];  /* "raidkit", "noop", "nbdkit", "btrfs" */
+    int level;      /* enum rk_level for raidkit kinds */
+    int members;
+    bool skipped;
+    char note[200];
+};
+
+struct bench_machine {
+    char cpu_model[128];
+    int cores;
+    uint64_t memory_bytes;
+    char kernel[128];
+};
+
+struct bench_report {
+    const struct bench_suite *suite;
+    char raidkit_version[32];
+    char fio_version[32];
+    char started[32], finished[32]; /* ISO 8601 UTC */
+    bool interrupted;
+    int min_trials;
+    int members;
+    char model_name[64]; /* "" = plain member files */
+    char *model_json;    /* model parameters as JSON object text (malloc'ed) or NULL */
+    char target[512];    /* directory or "model NAME" */
+    struct bench_machine machine;
+    int nconfigs;
+    struct bench_config configs[BENCH_MAX_CONFIGS];
+    struct bench_cell cells[BENCH_MAX_CONFIGS][BENCH_MAX_JOBS];
+};
+
+/* Recompute mean/sd/se/rsd of every cell and the host-bound marks (noop ceiling). */
+void bench_report_finish(struct bench_report *r);
+void bench_machine_probe(struct bench_machine *m);
+
+/* ---- renderers (render.c); each returns 0 or -errno ---- */
+/* The seed-style table of one job. */
+int bench_render_text_job(const struct bench_report *r, int job, FILE *f);
+int bench_render_text(const struct bench_report *r, FILE *f);
+/* malloc'ed JSON text (caller frees), NULL on ENOMEM. */
+char *bench_render_json(const struct bench_report *r);
+int bench_render_csv(const struct bench_report *r, FILE *f);
+int bench_render_svg(const struct bench_report *r, int job, FILE *f);
+int bench_render_html(const struct bench_report *r, FILE *f);
+/* Title of a job's table: "fio 3.33 Type: Random Read - ... - Result: MB/s". */
+void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t len);
+
+/* Format bits for bench_write_reports. */
+#define BENCH_FMT_TEXT 0x1u
+#define BENCH_FMT_JSON 0x2u
+#define BENCH_FMT_CSV  0x4u
+#define BENCH_FMT_SVG  0x8u
+#define BENCH_FMT_HTML 0x10u
+#define BENCH_FMT_ALL  0x1fu
+int bench_parse_formats(const char *list, unsigned *fmt);
+/* Write the chosen formats into dir (created): report.txt, report.json, report.csv,
+ * <job>.svg, report.html. */
+int bench_write_reports(const struct bench_report *r, const char *dir, unsigned fmt, char *err,
+                        size_t errlen);
+
+/* ---- runner (run.c) ---- */
+struct bench_opts {
+    const char *suite;   /* name or path */
+    const char *configs; /* comma list */
+    int members;
+    const char *dir;   /* member directory or NULL */
+    const char *model; /* model profile or NULL */
+    const char *out;
+    unsigned formats;
+    int trials;
+    bool json_stdout;
+};
+
+/* Run the benchmark and write the reports. Returns a process exit status. */
+int bench_run(const struct bench_opts *o);
+
+#endif

@@ -1,0 +1,705 @@
+/* raidkit bench reports: the seeds' text table with '=' bars, JSON (every trial, versions, model,
+ * machine), CSV, one SVG bar chart per job with error bars, and one self-contained HTML page. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench/bench.h"
+#include "core/util.h"
+
+#define RENDER_HOST_BOUND_NOTE                                                                     \
+    "host-bound: within 10% of the noop ceiling (harness limit, not the model)"
+
+/* A row of a job's table: a configuration that was measured for that job. */
+static bool render_has_row(const struct bench_report *r, int c, int job)
+{
+    return !r->configs[c].skipped && r->cells[c][job].ntrials > 0;
+}
+
+/* What to say about a cell: its own note (a failure), host-bound, or its configuration's note. */
+static const char *render_cell_note(const struct bench_report *r, int c, int j)
+{
+    const struct bench_cell *cell = &r->cells[c][j];
+    if (cell->note[0])
+        return cell->note;
+    if (cell->host_bound)
+        return "host-bound";
+    return r->configs[c].note;
+}
+
+static void render_bs(uint32_t bs, char *buf, size_t len)
+{
+    if (bs >= (1u << 20) && bs % (1u << 20) == 0)
+        snprintf(buf, len, "%uMB", bs >> 20);
+    else if (bs % 1024 == 0)
+        snprintf(buf, len, "%uKB", bs >> 10);
+    else
+        snprintf(buf, len, "%uB", bs);
+}
+
+static void render_size(uint64_t sz, char *buf, size_t len)
+{
+    if (sz >= (1ull << 30) && sz % (1ull << 30) == 0)
+        snprintf(buf, len, "%lluGB", (unsigned long long)(sz >> 30));
+    else
+        snprintf(buf, len, "%lluMB", (unsigned long long)(sz >> 20));
+}
+
+void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t len)
+{
+    const struct bench_job *j = &r->suite->jobs[job];
+    char bs[16], sz[24], mix[32] = "";
+    render_bs(j->bs, bs, sizeof(bs));
+    render_size(j->size, sz, sizeof(sz));
+    if (j->rwmixread > 0)
+        snprintf(mix, sizeof(mix), " - Read Mix: %d%%", j->rwmixread);
+    snprintf(buf, len,
+             "fio %s Type: %s - IO Engine: NBD - Block Size: %s - IO Depth: %d%s - "
+             "Size: %s - Disk Target: %s - Result: MB/s",
+             r->fio_version, j->title, bs, j->iodepth, mix, sz,
+             r->model_name[0] ? r->model_name : "member files");
+}
+
+int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
+{
+    char head[512], val[BENCH_MAX_CONFIGS][32];
+    size_t namew = 0, valw = 0;
+    double max = 0.0;
+    bool any_hb = false;
+    bench_job_heading(r, job, head, sizeof(head));
+    fprintf(f, "%s\nMB/s > Higher Is Better\n", head);
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, job))
+            continue;
+        const struct bench_cell *cell = &r->cells[c][job];
+        snprintf(val[c], sizeof(val[c]), "%.2f", cell->mean);
+        if (strlen(r->configs[c].label) > namew)
+            namew = strlen(r->configs[c].label);
+        if (strlen(val[c]) > valw)
+            valw = strlen(val[c]);
+        if (cell->mean > max)
+            max = cell->mean;
+    }
+    /* Seed layout: label, a space, dots up to the longest label + 2, a space, the value, " |",
+     * and bars scaled so that the largest value's row is BENCH_BAR_WIDTH characters wide. */
+    int maxbars = BENCH_BAR_WIDTH - (int)(namew + 2) - 1 - (int)valw - 2;
+    if (maxbars < 10)
+        maxbars = 10;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, job))
+            continue;
+        const struct bench_cell *cell = &r->cells[c][job];
+        size_t ln = strlen(r->configs[c].label);
+        fprintf(f, "%s ", r->configs[c].label);
+        for (size_t i = ln; i < namew + 1; i++)
+            fputc('.', f);
+        fprintf(f, " %s |", val[c]);
+        int bars = max > 0 ? (int)floor(cell->mean / max * maxbars + 0.5) : 0;
+        for (int i = 0; i < bars; i++)
+            fputc('=', f);
+        if (cell->host_bound) {
+            fputs(" *", f);
+            any_hb = true;
+        }
+        fputc('\n', f);
+    }
+    if (any_hb)
+        fprintf(f, "* %s\n", RENDER_HOST_BOUND_NOTE);
+    return ferror(f) ? -EIO : 0;
+}
+
+int bench_render_text(const struct bench_report *r, FILE *f)
+{
+    for (int j = 0; j < r->suite->njobs; j++) {
+        if (j > 0)
+            fputc('\n', f);
+        bench_render_text_job(r, j, f);
+    }
+    bool first = true;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!r->configs[c].skipped)
+            continue;
+        if (first)
+            fputs("\nSkipped:\n", f);
+        first = false;
+        fprintf(f, "  %s: %s\n", r->configs[c].name, r->configs[c].note);
+    }
+    first = true;
+    for (int c = 0; c < r->nconfigs; c++) {
+        for (int j = 0; j < r->suite->njobs; j++) {
+            const struct bench_cell *cell = &r->cells[c][j];
+            if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0])
+                continue;
+            if (first)
+                fputs("\nFailed:\n", f);
+            first = false;
+            fprintf(f, "  %s %s: %s\n", r->configs[c].name, r->suite->jobs[j].name, cell->note);
+        }
+    }
+    if (r->interrupted)
+        fputs("\nInterrupted: partial results.\n", f);
+    return ferror(f) ? -EIO : 0;
+}
+
+static cJSON *render_num_array(const double *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(round(v[i] * 1000.0) / 1000.0));
+    return a;
+}
+
+char *bench_render_json(const struct bench_report *r)
+{
+    const struct bench_suite *s = r->suite;
+    char *out = NULL;
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return NULL;
+    cJSON_AddStringToObject(root, "schema", "raidkit-bench-report/1");
+    cJSON_AddStringToObject(root, "raidkit_version", r->raidkit_version);
+    cJSON_AddStringToObject(root, "fio_version", r->fio_version);
+    cJSON_AddStringToObject(root, "started", r->started);
+    cJSON_AddStringToObject(root, "finished", r->finished);
+    cJSON_AddBoolToObject(root, "interrupted", r->interrupted);
+    cJSON_AddStringToObject(root, "unit", "MB/s");
+    cJSON_AddNumberToObject(root, "min_trials", r->min_trials);
+    cJSON_AddNumberToObject(root, "rsd_limit_pct", BENCH_RSD_LIMIT);
+    cJSON_AddNumberToObject(root, "members", r->members);
+    cJSON_AddStringToObject(root, "target", r->target);
+
+    cJSON *su = cJSON_AddObjectToObject(root, "suite");
+    cJSON_AddStringToObject(su, "name", s->name);
+    cJSON_AddStringToObject(su, "description", s->description);
+    cJSON_AddStringToObject(su, "reproduces", s->reproduces);
+    cJSON_AddStringToObject(su, "file", s->path);
+
+    cJSON *m = cJSON_AddObjectToObject(root, "machine");
+    cJSON_AddStringToObject(m, "cpu_model", r->machine.cpu_model);
+    cJSON_AddNumberToObject(m, "cores", r->machine.cores);
+    cJSON_AddNumberToObject(m, "memory_bytes", (double)r->machine.memory_bytes);
+    cJSON_AddStringToObject(m, "kernel", r->machine.kernel);
+
+    cJSON *model = r->model_json ? cJSON_Parse(r->model_json) : NULL;
+    cJSON_AddItemToObject(root, "model", model ? model : cJSON_CreateNull());
+
+    cJSON *cfgs = cJSON_AddArrayToObject(root, "configs");
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_config *bc = &r->configs[c];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", bc->name);
+        cJSON_AddStringToObject(o, "label", bc->label);
+        cJSON_AddStringToObject(o, "kind", bc->kind);
+        cJSON_AddNumberToObject(o, "members", bc->members);
+        cJSON_AddBoolToObject(o, "skipped", bc->skipped);
+        cJSON_AddStringToObject(o, "note", bc->note);
+        cJSON_AddItemToArray(cfgs, o);
+    }
+
+    cJSON *jobs = cJSON_AddArrayToObject(root, "jobs");
+    for (int j = 0; j < s->njobs; j++) {
+        const struct bench_job *bj = &s->jobs[j];
+        cJSON *o = cJSON_CreateObject();
+        char head[512];
+        bench_job_heading(r, j, head, sizeof(head));
+        cJSON_AddStringToObject(o, "name", bj->name);
+        cJSON_AddStringToObject(o, "title", bj->title);
+        cJSON_AddStringToObject(o, "heading", head);
+        cJSON_AddStringToObject(o, "rw", bj->rw);
+        cJSON_AddNumberToObject(o, "bs", bj->bs);
+        cJSON_AddNumberToObject(o, "iodepth", bj->iodepth);
+        cJSON_AddNumberToObject(o, "size", (double)bj->size);
+        cJSON_AddNumberToObject(o, "ramp_s", bj->ramp);
+        cJSON_AddNumberToObject(o, "runtime_s", bj->runtime);
+        cJSON_AddNumberToObject(o, "rwmixread", bj->rwmixread);
+        cJSON *res = cJSON_AddArrayToObject(o, "results");
+        for (int c = 0; c < r->nconfigs; c++) {
+            if (!render_has_row(r, c, j))
+                continue;
+            const struct bench_cell *cell = &r->cells[c][j];
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "config", r->configs[c].name);
+            cJSON_AddNumberToObject(x, "mean", round(cell->mean * 1000.0) / 1000.0);
+            cJSON_AddNumberToObject(x, "stddev", round(cell->sd * 1000.0) / 1000.0);
+            cJSON_AddNumberToObject(x, "stderr", round(cell->se * 1000.0) / 1000.0);
+            cJSON_AddNumberToObject(x, "rsd_pct", round(cell->rsd * 100.0) / 100.0);
+            cJSON_AddItemToObject(x, "trials", render_num_array(cell->trials, cell->ntrials));
+            cJSON_AddItemToObject(x, "read_trials",
+                                  render_num_array(cell->read_mbs, cell->ntrials));
+            cJSON_AddItemToObject(x, "write_trials",
+                                  render_num_array(cell->write_mbs, cell->ntrials));
+            cJSON_AddBoolToObject(x, "host_bound", cell->host_bound);
+            cJSON_AddStringToObject(x, "note",
+                                    cell->host_bound && !cell->note[0] ? RENDER_HOST_BOUND_NOTE
+                                                                       : cell->note);
+            cJSON_AddItemToArray(res, x);
+        }
+        cJSON_AddItemToArray(jobs, o);
+    }
+    /* Cells that produced no trial because fio failed: said, not silently dropped. */
+    cJSON *fails = cJSON_AddArrayToObject(root, "failures");
+    for (int c = 0; c < r->nconfigs; c++) {
+        for (int j = 0; j < s->njobs; j++) {
+            const struct bench_cell *cell = &r->cells[c][j];
+            if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0])
+                continue;
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "config", r->configs[c].name);
+            cJSON_AddStringToObject(x, "job", s->jobs[j].name);
+            cJSON_AddStringToObject(x, "note", cell->note);
+            cJSON_AddItemToArray(fails, x);
+        }
+    }
+    out = cJSON_Print(root);
+    cJSON_Delete(root);
+    return out;
+}
+
+/* CSV field: quoted when it holds a comma, quote or newline. */
+static void render_csv_field(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int bench_render_csv(const struct bench_report *r, FILE *f)
+{
+    fputs(
+        "suite,job,title,rw,bs,iodepth,config,label,trials,mean_mbs,stderr_mbs,stddev_mbs,rsd_pct,"
+        "host_bound,raw_trials_mbs,note\n",
+        f);
+    for (int j = 0; j < r->suite->njobs; j++) {
+        const struct bench_job *bj = &r->suite->jobs[j];
+        for (int c = 0; c < r->nconfigs; c++) {
+            if (!render_has_row(r, c, j))
+                continue;
+            const struct bench_cell *cell = &r->cells[c][j];
+            render_csv_field(f, r->suite->name);
+            fputc(',', f);
+            render_csv_field(f, bj->name);
+            fputc(',', f);
+            render_csv_field(f, bj->title);
+            fprintf(f, ",%s,%u,%d,", bj->rw, bj->bs, bj->iodepth);
+            render_csv_field(f, r->configs[c].name);
+            fputc(',', f);
+            render_csv_field(f, r->configs[c].label);
+            fprintf(f, ",%d,%.3f,%.3f,%.3f,%.2f,%s,", cell->ntrials, cell->mean, cell->se, cell->sd,
+                    cell->rsd, cell->host_bound ? "yes" : "no");
+            for (int t = 0; t < cell->ntrials; t++)
+                fprintf(f, "%s%.3f", t ? " " : "", cell->trials[t]);
+            fputc(',', f);
+            render_csv_field(f, render_cell_note(r, c, j));
+            fputc('\n', f);
+        }
+    }
+    return ferror(f) ? -EIO : 0;
+}
+
+/* Text escaped for XML/HTML content and attributes. */
+static void render_xml(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+/* A "nice" axis maximum (1, 2, 2.5, 5 x 10^k) at or above v. */
+static double render_axis_max(double v)
+{
+    if (v <= 0)
+        return 1.0;
+    double p = pow(10.0, floor(log10(v)));
+    static const double steps[] = {1.0, 2.0, 2.5, 5.0, 10.0};
+    for (int i = 0; i < 5; i++)
+        if (steps[i] * p >= v)
+            return steps[i] * p;
+    return 10.0 * p;
+}
+
+static const char *render_color(const struct bench_config *c, bool host_bound)
+{
+    if (!strcmp(c->kind, "noop"))
+        return "#9aa0a6";
+    if (host_bound)
+        return "#a8c7e8";
+    if (!strcmp(c->kind, "raidkit"))
+        return "#2f6db5";
+    return "#e08a2c"; /* comparison rows: nbdkit, btrfs */
+}
+
+int bench_render_svg(const struct bench_report *r, int job, FILE *f)
+{
+    const struct bench_job *bj = &r->suite->jobs[job];
+    int rows = 0;
+    double max = 0.0;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, job))
+            continue;
+        rows++;
+        double top = r->cells[c][job].mean + r->cells[c][job].se;
+        if (top > max)
+            max = top;
+    }
+    const int W = 760, left = 150, right = 120, top = 56, rowh = 30, barh = 18;
+    const int plotw = W - left - right;
+    const int H = top + rows * rowh + 44;
+    double amax = render_axis_max(max);
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" font-size=\"12\" "
+            "role=\"img\">\n",
+            W, H, W, H);
+    fputs("<title>", f);
+    render_xml(f, bj->title);
+    fputs("</title>\n", f);
+    fprintf(f, "<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
+    char bs[16];
+    render_bs(bj->bs, bs, sizeof(bs));
+    fprintf(f, "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">");
+    render_xml(f, bj->title);
+    fprintf(f, " &#8212; %s, iodepth %d</text>\n", bs, bj->iodepth);
+    fprintf(f, "<text x=\"12\" y=\"40\" fill=\"#555\">MB/s, higher is better; mean &#177; standard "
+               "error of the trials");
+    if (r->model_name[0]) {
+        fputs(" &#183; model ", f);
+        render_xml(f, r->model_name);
+    }
+    fputs("</text>\n", f);
+    /* Grid lines and axis labels at fifths of the axis. */
+    for (int g = 0; g <= 5; g++) {
+        double x = left + plotw * g / 5.0;
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e3e3e3\"/>\n"
+                "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
+                x, top - 4, x, top + rows * rowh, x, top + rows * rowh + 16, amax * g / 5.0);
+    }
+    int row = 0;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, job))
+            continue;
+        const struct bench_cell *cell = &r->cells[c][job];
+        double y = top + row * rowh + (rowh - barh) / 2.0;
+        double w = cell->mean / amax * plotw;
+        double elo = (cell->mean - cell->se) / amax * plotw + left;
+        double ehi = (cell->mean + cell->se) / amax * plotw + left;
+        if (elo < left)
+            elo = left;
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">", left - 8, y + barh - 4);
+        render_xml(f, r->configs[c].label);
+        fprintf(f, "</text>\n");
+        fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", left,
+                y, w, barh, render_color(&r->configs[c], cell->host_bound));
+        /* Error bar: mean +- standard error. */
+        fprintf(f,
+                "<g stroke=\"#222\" stroke-width=\"1.2\"><line x1=\"%.1f\" y1=\"%.1f\" "
+                "x2=\"%.1f\" y2=\"%.1f\"/><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
+                elo, y + barh / 2.0, ehi, y + barh / 2.0, elo, y + 4.0, elo, y + barh - 4.0, ehi,
+                y + 4.0, ehi, y + barh - 4.0);
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.2f &#177; %.2f%s</text>\n", ehi + 6, y + barh - 4,
+                cell->mean, cell->se, cell->host_bound ? " *" : "");
+        row++;
+    }
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", left, top - 4,
+            left, top + rows * rowh);
+    bool hb = false;
+    for (int c = 0; c < r->nconfigs; c++)
+        hb |= render_has_row(r, c, job) && r->cells[c][job].host_bound;
+    if (hb)
+        fprintf(f, "<text x=\"12\" y=\"%d\" fill=\"#555\">* %s</text>\n", H - 8,
+                RENDER_HOST_BOUND_NOTE);
+    fputs("</svg>\n", f);
+    return ferror(f) ? -EIO : 0;
+}
+
+static const char render_css[] =
+    "body{font-family:Helvetica,Arial,sans-serif;margin:24px auto;max-width:1000px;color:#222;"
+    "line-height:1.4;padding:0 16px}"
+    "h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;margin-top:32px;border-bottom:1px solid "
+    "#ddd;padding-bottom:4px}"
+    ".meta{color:#555;font-size:13px}.meta td{padding:1px 12px 1px 0;vertical-align:top}"
+    "table.res{border-collapse:collapse;font-size:13px;margin-top:8px}"
+    "table.res th,table.res td{border-bottom:1px solid #e5e5e5;padding:4px 10px;text-align:right}"
+    "table.res th{background:#f4f6f8}table.res td:first-child,table.res th:first-child{text-align:"
+    "left}"
+    "td.raw,th.raw{color:#666;font-size:12px;text-align:left!important}"
+    ".hb{color:#8a5a00}.note{background:#fff8e5;border-left:4px solid #e0a000;padding:8px 12px;"
+    "font-size:13px}"
+    "pre{background:#f7f7f7;padding:12px;overflow-x:auto;font-size:12px}"
+    ".heading{font-family:monospace;font-size:12px;color:#444}"
+    ".legend{font-size:13px;color:#444}.legend span{display:inline-block;width:12px;height:12px;"
+    "margin:0 4px 0 12px;vertical-align:-1px}";
+
+int bench_render_html(const struct bench_report *r, FILE *f)
+{
+    const struct bench_suite *s = r->suite;
+    fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>raidkit "
+          "bench: ",
+          f);
+    render_xml(f, s->name);
+    fprintf(f, "</title>\n<style>%s</style></head><body>\n<h1>raidkit bench: ", render_css);
+    render_xml(f, s->name);
+    fputs("</h1>\n<p>", f);
+    render_xml(f, s->description);
+    fputs("</p>\n<table class=\"meta\">\n<tr><td>Reproduces</td><td>", f);
+    render_xml(f, s->reproduces);
+    fputs("</td></tr>\n<tr><td>Target</td><td>", f);
+    render_xml(f, r->target);
+    fprintf(f, " (%d members)</td></tr>\n", r->members);
+    if (r->model_name[0]) {
+        fputs("<tr><td>Device model</td><td>", f);
+        render_xml(f, r->model_name);
+        fputs(" &#8212; RAID rows are predictions from a single-disk calibration", f);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("<tr><td>Versions</td><td>raidkit ", f);
+    render_xml(f, r->raidkit_version);
+    fputs(", fio ", f);
+    render_xml(f, r->fio_version);
+    fputs("</td></tr>\n<tr><td>Machine</td><td>", f);
+    render_xml(f, r->machine.cpu_model);
+    fprintf(f, ", %d cores, %.1f GiB, Linux ", r->machine.cores,
+            r->machine.memory_bytes / (1024.0 * 1024.0 * 1024.0));
+    render_xml(f, r->machine.kernel);
+    fputs("</td></tr>\n<tr><td>Run</td><td>", f);
+    render_xml(f, r->started);
+    fputs(" &#8594; ", f);
+    render_xml(f, r->finished);
+    fprintf(f, "; at least %d trials per cell, more while RSD &gt; %.1f%%</td></tr>\n</table>\n",
+            r->min_trials, BENCH_RSD_LIMIT);
+    fputs("<p class=\"legend\"><span style=\"background:#2f6db5\"></span>raidkit "
+          "<span style=\"background:#a8c7e8\"></span>raidkit, host-bound (*) "
+          "<span style=\"background:#e08a2c\"></span>comparison (nbdkit, btrfs) "
+          "<span style=\"background:#9aa0a6\"></span>noop ceiling &#8212; bars are means, "
+          "whiskers &#177; one standard error</p>\n",
+          f);
+    if (r->interrupted)
+        fputs("<p class=\"note\">Interrupted: these are partial results.</p>\n", f);
+    bool any_skip = false;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!r->configs[c].skipped)
+            continue;
+        if (!any_skip)
+            fputs("<p class=\"note\">Skipped configurations:<br>\n", f);
+        any_skip = true;
+        fputs("<b>", f);
+        render_xml(f, r->configs[c].name);
+        fputs("</b>: ", f);
+        render_xml(f, r->configs[c].note);
+        fputs("<br>\n", f);
+    }
+    if (any_skip)
+        fputs("</p>\n", f);
+    bool any_fail = false;
+    for (int c = 0; c < r->nconfigs; c++) {
+        for (int j = 0; j < s->njobs; j++) {
+            const struct bench_cell *cell = &r->cells[c][j];
+            if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0])
+                continue;
+            if (!any_fail)
+                fputs("<p class=\"note\">Failed measurements:<br>\n", f);
+            any_fail = true;
+            fputs("<b>", f);
+            render_xml(f, r->configs[c].name);
+            fputc(' ', f);
+            render_xml(f, s->jobs[j].name);
+            fputs("</b>: ", f);
+            render_xml(f, cell->note);
+            fputs("<br>\n", f);
+        }
+    }
+    if (any_fail)
+        fputs("</p>\n", f);
+
+    for (int j = 0; j < s->njobs; j++) {
+        char head[512];
+        bench_job_heading(r, j, head, sizeof(head));
+        fputs("<section class=\"job\">\n<h2>", f);
+        render_xml(f, s->jobs[j].title);
+        fputs(" <small>(", f);
+        render_xml(f, s->jobs[j].name);
+        fputs(")</small></h2>\n<div class=\"heading\">", f);
+        render_xml(f, head);
+        fputs("</div>\n<div class=\"chart\">\n", f);
+        bench_render_svg(r, j, f);
+        fputs("</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Mean MB/s</th>"
+              "<th>&#177; SE</th><th>RSD %</th><th>Trials</th><th class=\"raw\">Raw trials "
+              "(MB/s)</th>"
+              "<th>Note</th></tr>\n",
+              f);
+        for (int c = 0; c < r->nconfigs; c++) {
+            if (!render_has_row(r, c, j))
+                continue;
+            const struct bench_cell *cell = &r->cells[c][j];
+            fputs("<tr><td>", f);
+            render_xml(f, r->configs[c].label);
+            fprintf(f, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%d</td><td class=\"raw\">",
+                    cell->mean, cell->se, cell->rsd, cell->ntrials);
+            for (int t = 0; t < cell->ntrials; t++)
+                fprintf(f, "%s%.1f", t ? ", " : "", cell->trials[t]);
+            fputs("</td><td class=\"hb\">", f);
+            render_xml(f, render_cell_note(r, c, j));
+            fputs("</td></tr>\n", f);
+        }
+        fputs("</table>\n</section>\n", f);
+    }
+    fputs("<h2>Text tables</h2>\n<pre>", f);
+    /* The seed-style tables, escaped into the page (rendered to memory first). */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    if (mf) {
+        bench_render_text(r, mf);
+        fclose(mf);
+        render_xml(f, buf ? buf : "");
+        free(buf);
+    }
+    fputs("</pre>\n</body></html>\n", f);
+    return ferror(f) ? -EIO : 0;
+}
+
+int bench_parse_formats(const char *list, unsigned *fmt)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"text", BENCH_FMT_TEXT}, {"json", BENCH_FMT_JSON}, {"csv", BENCH_FMT_CSV},
+                 {"svg", BENCH_FMT_SVG},   {"html", BENCH_FMT_HTML}, {"all", BENCH_FMT_ALL}};
+    unsigned out = 0;
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        bool ok = false;
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            if (strlen(names[i].name) == n && !strncmp(p, names[i].name, n)) {
+                out |= names[i].bit;
+                ok = true;
+            }
+        }
+        if (!ok)
+            return -EINVAL;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!out)
+        return -EINVAL;
+    *fmt = out;
+    return 0;
+}
+
+/* Open dir/name for writing. */
+static FILE *render_open(const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        rk_set_err(err, errlen, "%s: %s", path, strerror(errno));
+    return f;
+}
+
+static int render_close(FILE *f, int r)
+{
+    if (fclose(f) != 0 && r == 0)
+        r = -EIO;
+    return r;
+}
+
+int bench_write_reports(const struct bench_report *r, const char *dir, unsigned fmt, char *err,
+                        size_t errlen)
+{
+    int ret = 0;
+    FILE *f;
+    char path[1024];
+    /* mkdir -p: the output directory may be nested (demo-run/bench). */
+    snprintf(path, sizeof(path), "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    }
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        rk_set_err(err, errlen, "%s: %s", dir, strerror(errno));
+        return -errno;
+    }
+    if (fmt & BENCH_FMT_TEXT) {
+        if (!(f = render_open(dir, "report.txt", err, errlen)))
+            return -EIO;
+        if ((ret = render_close(f, bench_render_text(r, f))) < 0)
+            goto out;
+    }
+    if (fmt & BENCH_FMT_JSON) {
+        char *js = bench_render_json(r);
+        if (!js) {
+            ret = -ENOMEM;
+            goto out;
+        }
+        if (!(f = render_open(dir, "report.json", err, errlen))) {
+            free(js);
+            return -EIO;
+        }
+        fputs(js, f);
+        fputc('\n', f);
+        free(js);
+        if ((ret = render_close(f, 0)) < 0)
+            goto out;
+    }
+    if (fmt & BENCH_FMT_CSV) {
+        if (!(f = render_open(dir, "report.csv", err, errlen)))
+            return -EIO;
+        if ((ret = render_close(f, bench_render_csv(r, f))) < 0)
+            goto out;
+    }
+    if (fmt & BENCH_FMT_SVG) {
+        for (int j = 0; j < r->suite->njobs; j++) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s.svg", r->suite->jobs[j].name);
+            if (!(f = render_open(dir, name, err, errlen)))
+                return -EIO;
+            if ((ret = render_close(f, bench_render_svg(r, j, f))) < 0)
+                goto out;
+        }
+    }
+    if (fmt & BENCH_FMT_HTML) {
+        if (!(f = render_open(dir, "report.html", err, errlen)))
+            return -EIO;
+        if ((ret = render_close(f, bench_render_html(r, f))) < 0)
+            goto out;
+    }
+out:
+    if (ret < 0 && err && !err[0])
+        rk_set_err(err, errlen, "%s: write failed: %s", dir, strerror(-ret));
+    return ret;
+}

@@ -1,0 +1,250 @@
+/* raidkit bench suites: parse the key = value files in bench/suites/ (suite keys and job defaults
+ * first, then one [job] section per fio workload) with errors naming the file and line. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "core/util.h"
+
+static char *suite_trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    return s;
+}
+
+static int suite_int(const char *v, int lo, int hi, int *out)
+{
+    uint64_t x;
+    if (rk_parse_u64(v, &x) < 0 || x < (uint64_t)lo || x > (uint64_t)hi)
+        return -EINVAL;
+    *out = (int)x;
+    return 0;
+}
+
+static const char *const suite_rw[] = {"read", "write",     "randread", "randwrite",
+                                       "rw",   "readwrite", "randrw",   NULL};
+
+/* Apply one job key to j; returns 0, -ENOENT (unknown key) or -EINVAL (bad value). */
+static int suite_job_key(struct bench_job *j, const char *k, const char *v)
+{
+    uint64_t x;
+    if (!strcmp(k, "title")) {
+        snprintf(j->title, sizeof(j->title), "%s", v);
+    } else if (!strcmp(k, "rw")) {
+        int ok = 0;
+        for (int i = 0; suite_rw[i]; i++)
+            ok |= !strcmp(v, suite_rw[i]);
+        if (!ok)
+            return -EINVAL;
+        snprintf(j->rw, sizeof(j->rw), "%s", v);
+    } else if (!strcmp(k, "bs")) {
+        if (rk_parse_size(v, &x) < 0 || x < 512 || x > 64u << 20 || x % 512)
+            return -EINVAL;
+        j->bs = (uint32_t)x;
+    } else if (!strcmp(k, "size")) {
+        if (rk_parse_size(v, &x) < 0 || x < (1u << 20) || x > (1ull << 40))
+            return -EINVAL;
+        j->size = x;
+    } else if (!strcmp(k, "iodepth")) {
+        return suite_int(v, 1, 1024, &j->iodepth);
+    } else if (!strcmp(k, "ramp")) {
+        return suite_int(v, 0, 3600, &j->ramp);
+    } else if (!strcmp(k, "runtime")) {
+        return suite_int(v, 1, 36000, &j->runtime);
+    } else if (!strcmp(k, "rwmixread")) {
+        return suite_int(v, 0, 100, &j->rwmixread);
+    } else {
+        return -ENOENT;
+    }
+    return 0;
+}
+
+int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t errlen)
+{
+    int r = 0, lineno = 0;
+    char line[1024];
+    struct bench_job defaults = {
+        .rw = "randread", .bs = 4096, .iodepth = 1, .size = 256u << 20, .ramp = 0, .runtime = 5};
+    struct bench_job *cur = NULL;
+    FILE *f = fopen(path, "r");
+    memset(s, 0, sizeof(*s));
+    if (!f) {
+        r = -errno;
+        rk_set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return r;
+    }
+    snprintf(s->path, sizeof(s->path), "%s", path);
+    while (fgets(line, sizeof(line), f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rk_set_err(err, errlen, "%s:%d: line too long", path, lineno);
+            r = -EINVAL;
+            goto out;
+        }
+        char *p = suite_trim(line);
+        if (*p == '\0' || *p == '#' || *p == ';')
+            continue;
+        if (*p == '[') {
+            char *e = strchr(p, ']');
+            if (!e || e[1] != '\0' || e == p + 1) {
+                rk_set_err(err, errlen, "%s:%d: bad section header '%s'", path, lineno, p);
+                r = -EINVAL;
+                goto out;
+            }
+            *e = '\0';
+            char *nm = suite_trim(p + 1);
+            if (strlen(nm) >= sizeof(cur->name) || strspn(nm, "abcdefghijklmnopqrstuvwxyz"
+                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                              "0123456789_-") != strlen(nm)) {
+                rk_set_err(err, errlen, "%s:%d: bad job name '%s' (letters, digits, _ and -)", path,
+                           lineno, nm);
+                r = -EINVAL;
+                goto out;
+            }
+            for (int i = 0; i < s->njobs; i++) {
+                if (!strcmp(s->jobs[i].name, nm)) {
+                    rk_set_err(err, errlen, "%s:%d: job '%s' defined twice", path, lineno, nm);
+                    r = -EINVAL;
+                    goto out;
+                }
+            }
+            if (s->njobs >= BENCH_MAX_JOBS) {
+                rk_set_err(err, errlen, "%s:%d: more than %d jobs", path, lineno, BENCH_MAX_JOBS);
+                r = -EINVAL;
+                goto out;
+            }
+            cur = &s->jobs[s->njobs++];
+            *cur = defaults;
+            snprintf(cur->name, sizeof(cur->name), "%s", nm);
+            cur->title[0] = '\0';
+            continue;
+        }
+        char *eq = strchr(p, '=');
+        if (!eq) {
+            rk_set_err(err, errlen, "%s:%d: expected 'key = value' or '[job]', got '%s'", path,
+                       lineno, p);
+            r = -EINVAL;
+            goto out;
+        }
+        *eq = '\0';
+        char *k = suite_trim(p), *v = suite_trim(eq + 1);
+        if (!cur && !strcmp(k, "name")) {
+            snprintf(s->name, sizeof(s->name), "%s", v);
+            continue;
+        }
+        if (!cur && !strcmp(k, "description")) {
+            snprintf(s->description, sizeof(s->description), "%s", v);
+            continue;
+        }
+        if (!cur && !strcmp(k, "max_trials")) {
+            if (suite_int(v, 1, BENCH_MAX_TRIALS, &s->max_trials) < 0) {
+                rk_set_err(err, errlen, "%s:%d: bad value '%s' for 'max_trials' (1..%d)", path,
+                           lineno, v, BENCH_MAX_TRIALS);
+                r = -EINVAL;
+                goto out;
+            }
+            continue;
+        }
+        if (!cur && !strcmp(k, "reproduces")) {
+            snprintf(s->reproduces, sizeof(s->reproduces), "%s", v);
+            continue;
+        }
+        int kr = suite_job_key(cur ? cur : &defaults, k, v);
+        if (kr == -ENOENT) {
+            rk_set_err(err, errlen, "%s:%d: unknown key '%s'%s", path, lineno, k,
+                       cur ? " in a job section" : "");
+            r = -EINVAL;
+            goto out;
+        }
+        if (kr < 0) {
+            rk_set_err(err, errlen, "%s:%d: bad value '%s' for '%s'", path, lineno, v, k);
+            r = -EINVAL;
+            goto out;
+        }
+    }
+    if (s->njobs == 0) {
+        rk_set_err(err, errlen, "%s: no [job] sections", path);
+        r = -EINVAL;
+        goto out;
+    }
+    if (s->name[0] == '\0') {
+        /* Default the name to the file's base name without extension. */
+        const char *b = strrchr(path, '/');
+        snprintf(s->name, sizeof(s->name), "%s", b ? b + 1 : path);
+        char *dot = strrchr(s->name, '.');
+        if (dot && dot != s->name)
+            *dot = '\0';
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        struct bench_job *j = &s->jobs[i];
+        if (j->title[0] == '\0')
+            snprintf(j->title, sizeof(j->title), "%s", j->name);
+        if (j->size < j->bs) {
+            rk_set_err(err, errlen, "%s: job '%s': size smaller than bs", path, j->name);
+            r = -EINVAL;
+            goto out;
+        }
+    }
+out:
+    fclose(f);
+    return r;
+}
+
+int bench_suite_load(const char *name_or_path, struct bench_suite *s, char *err, size_t errlen)
+{
+    char buf[PATH_MAX], exe[PATH_MAX];
+    if (strchr(name_or_path, '/') || access(name_or_path, R_OK) == 0)
+        return bench_suite_parse(name_or_path, s, err, errlen);
+    /* A bare name: the suites directory of the source tree, found from the environment, the
+     * working directory or the binary's location (build dirs live inside the tree). */
+    const char *dirs[4] = {getenv("RAIDKIT_SUITES_DIR"), NULL, "bench/suites", NULL};
+    char srcdir[PATH_MAX];
+    const char *src = getenv("RAIDKIT_SOURCE_DIR");
+    if (src) {
+        snprintf(srcdir, sizeof(srcdir), "%s/bench/suites", src);
+        dirs[1] = srcdir;
+    }
+    char exedir[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *sl = strrchr(exe, '/');
+        if (sl)
+            *sl = '\0';
+        snprintf(exedir, sizeof(exedir), "%.*s/../bench/suites", (int)(sizeof(exedir) - 20), exe);
+        dirs[3] = exedir;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (!dirs[i])
+            continue;
+        snprintf(buf, sizeof(buf), "%s/%s", dirs[i], name_or_path);
+        if (access(buf, R_OK) == 0)
+            return bench_suite_parse(buf, s, err, errlen);
+        snprintf(buf, sizeof(buf), "%s/%s.ini", dirs[i], name_or_path);
+        if (access(buf, R_OK) == 0)
+            return bench_suite_parse(buf, s, err, errlen);
+    }
+    rk_set_err(err, errlen,
+               "no suite '%s' (looked in $RAIDKIT_SUITES_DIR, bench/suites and next to the "
+               "binary; give a path for your own file)",
+               name_or_path);
+    return -ENOENT;
+}
+
+uint64_t bench_suite_max_size(const struct bench_suite *s)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < s->njobs; i++)
+        if (s->jobs[i].size > m)
+            m = s->jobs[i].size;
+    return m;
+}

@@ -1,0 +1,527 @@
+/* `raidkit status|fail|replace|scrub`: online management through a served volume's control
+ * socket (one JSON line each way), and offline replace/scrub directly on member files. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli/cli.h"
+#include "core/util.h"
+#include "meta/control.h"
+#include "raidkit/raid.h"
+#include "raidkit/volume.h"
+
+#define MiB (1024.0 * 1024.0)
+
+/* Send one request line to the control socket and parse the reply. NULL with a message on
+ * stderr (prefixed by cmd) when the socket or the reply is unusable. */
+static cJSON *mgmt_request(const char *cmd, const char *path, const char *line)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    cJSON *reply = NULL;
+    char *buf = NULL;
+    int fd = -1;
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        fprintf(stderr, "raidkit %s: control socket path too long: %s\n", cmd, path);
+        return NULL;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+        fprintf(stderr,
+                "raidkit %s: cannot connect to control socket %s: %s (is `raidkit serve "
+                "--control %s` running?)\n",
+                cmd, path, strerror(errno), path);
+        goto out;
+    }
+    size_t len = strlen(line);
+    if (send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len || send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+        fprintf(stderr, "raidkit %s: sending to %s: %s\n", cmd, path, strerror(errno));
+        goto out;
+    }
+    size_t cap = 1 << 16, used = 0;
+    buf = malloc(cap + 1);
+    while (buf && used < cap) {
+        ssize_t n = recv(fd, buf + used, cap - used, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        used += (size_t)n;
+        if (memchr(buf + used - (size_t)n, '\n', (size_t)n))
+            break;
+    }
+    if (!buf || !used) {
+        fprintf(stderr, "raidkit %s: no reply from %s\n", cmd, path);
+        goto out;
+    }
+    buf[used] = '\0';
+    reply = cJSON_Parse(buf);
+    if (!reply || !cJSON_IsObject(reply)) {
+        cJSON_Delete(reply);
+        reply = NULL;
+        fprintf(stderr, "raidkit %s: bad reply from %s\n", cmd, path);
+    }
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return reply;
+}
+
+/* Print the reply's error and return CLI_EXIT_FAIL, or CLI_EXIT_OK when it says ok. */
+static int mgmt_check(const char *cmd, const cJSON *reply)
+{
+    if (cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")))
+        return CLI_EXIT_OK;
+    const cJSON *e = cJSON_GetObjectItem(reply, "error");
+    fprintf(stderr, "raidkit %s: %s\n", cmd, cJSON_IsString(e) ? e->valuestring : "failed");
+    return CLI_EXIT_FAIL;
+}
+
+/* Build {"cmd":...} plus fields and run it; returns the reply (NULL on transport errors). */
+static cJSON *mgmt_call(const char *cmd, const char *path, cJSON *req)
+{
+    char *line = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    if (!line)
+        return NULL;
+    cJSON *r = mgmt_request(cmd, path, line);
+    free(line);
+    return r;
+}
+
+static double mgmt_num(const cJSON *o, const char *key)
+{
+    const cJSON *n = cJSON_GetObjectItem(o, key);
+    return cJSON_IsNumber(n) ? n->valuedouble : 0;
+}
+
+static const char *mgmt_str(const cJSON *o, const char *key)
+{
+    const cJSON *n = cJSON_GetObjectItem(o, key);
+    return cJSON_IsString(n) ? n->valuestring : "";
+}
+
+/* One line describing a job object of the status document. */
+static void mgmt_job_line(const cJSON *job, char *out, size_t len)
+{
+    const char *kind = mgmt_str(job, "kind"), *state = mgmt_str(job, "state");
+    if (!strcmp(kind, "none")) {
+        snprintf(out, len, "none");
+        return;
+    }
+    char what[64];
+    if (!strcmp(kind, "rebuild"))
+        snprintf(what, sizeof(what), "rebuild of slot %.0f", mgmt_num(job, "slot"));
+    else
+        snprintf(what, sizeof(what), "scrub (%s)",
+                 cJSON_IsTrue(cJSON_GetObjectItem(job, "repair")) ? "repair" : "check");
+    double eta = mgmt_num(job, "eta_s");
+    char etas[32] = "unknown";
+    if (eta >= 0)
+        snprintf(etas, sizeof(etas), "%.0f s", eta);
+    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s, ETA %s%s%s", what, state,
+             mgmt_num(job, "percent"), mgmt_num(job, "rate_mib_s"), etas,
+             cJSON_GetObjectItem(job, "error") ? ", error: " : "", mgmt_str(job, "error"));
+}
+
+static void mgmt_print_status(const cJSON *st)
+{
+    char sz[32], line[256];
+    printf("array:    %s %s\n", mgmt_str(st, "name")[0] ? mgmt_str(st, "name") : "(no name)",
+           mgmt_str(st, "array_uuid"));
+    printf("level:    %s, %s, chunk %.0f KiB, %.0f slots, event %.0f\n", mgmt_str(st, "level"),
+           rk_format_size((uint64_t)mgmt_num(st, "size"), sz, sizeof(sz)),
+           mgmt_num(st, "chunk") / 1024, mgmt_num(st, "members"), mgmt_num(st, "event"));
+    printf("state:    %s%s\n",
+           cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? "degraded" : "healthy",
+           cJSON_IsTrue(cJSON_GetObjectItem(st, "read_only")) ? ", read-only" : "");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "slots"))
+    {
+        char state[48];
+        const char *s = mgmt_str(it, "state");
+        if (cJSON_GetObjectItem(it, "rebuild_percent"))
+            snprintf(state, sizeof(state), "%s %.1f%%", s, mgmt_num(it, "rebuild_percent"));
+        else
+            snprintf(state, sizeof(state), "%s", s);
+        const cJSON *path = cJSON_GetObjectItem(it, "path");
+        printf("slot %-3.0f  %-16s %s\n", mgmt_num(it, "slot"), state,
+               cJSON_IsString(path) ? path->valuestring : "-");
+        const cJSON *io = cJSON_GetObjectItem(it, "io");
+        if (cJSON_IsObject(io))
+            printf("          reads %.0f (%.1f MiB), writes %.0f (%.1f MiB), errors %.0f\n",
+                   mgmt_num(io, "reads"), mgmt_num(io, "read_bytes") / MiB, mgmt_num(io, "writes"),
+                   mgmt_num(io, "write_bytes") / MiB, mgmt_num(io, "errors"));
+    }
+    mgmt_job_line(cJSON_GetObjectItem(st, "job"), line, sizeof(line));
+    printf("job:      %s\n", line);
+    const cJSON *ls = cJSON_GetObjectItem(st, "last_scrub");
+    if (cJSON_IsObject(ls)) {
+        time_t t = (time_t)mgmt_num(ls, "finished_at");
+        char when[64] = "";
+        struct tm tm;
+        if (gmtime_r(&t, &tm))
+            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+        printf("scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors\n",
+               when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"),
+               mgmt_num(ls, "read_errors"));
+    } else {
+        printf("scrub:    never run since start\n");
+    }
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "bad_ranges"))
+    {
+        printf("unreadable: slot %.0f data bytes [%.0f, %.0f) could not be rebuilt (reads there "
+               "fail)\n",
+               mgmt_num(it, "slot"), mgmt_num(it, "offset"),
+               mgmt_num(it, "offset") + mgmt_num(it, "len"));
+    }
+}
+
+/* Fetch the status document (the "status" member of the reply) or NULL. */
+static cJSON *mgmt_status(const char *cmd, const char *path, cJSON **reply)
+{
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "cmd", "status");
+    *reply = mgmt_call(cmd, path, req);
+    if (!*reply || mgmt_check(cmd, *reply))
+        return NULL;
+    return cJSON_GetObjectItem(*reply, "status");
+}
+
+/* Poll status until the job is no longer running; print the final job line on stderr.
+ * Returns the final job state's exit status. */
+static int mgmt_wait_job(const char *cmd, const char *path)
+{
+    for (;;) {
+        cJSON *reply;
+        cJSON *st = mgmt_status(cmd, path, &reply);
+        if (!st) {
+            cJSON_Delete(reply);
+            return CLI_EXIT_FAIL;
+        }
+        const cJSON *job = cJSON_GetObjectItem(st, "job");
+        char line[256];
+        mgmt_job_line(job, line, sizeof(line));
+        bool running = !strcmp(mgmt_str(job, "state"), "running");
+        bool failed = !strcmp(mgmt_str(job, "state"), "failed");
+        if (!running) {
+            fprintf(stderr, "raidkit %s: %s\n", cmd, line);
+            if (!strcmp(mgmt_str(job, "kind"), "scrub"))
+                printf("scrub finished: %.0f mismatches, %.0f repaired, %.0f read errors\n",
+                       mgmt_num(job, "mismatches"), mgmt_num(job, "repaired"),
+                       mgmt_num(job, "bad_ranges"));
+            cJSON_Delete(reply);
+            return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        }
+        cJSON_Delete(reply);
+        usleep(200000);
+    }
+}
+
+static const char status_usage[] =
+    "Usage: raidkit status [--json] --control PATH\n"
+    "\n"
+    "Show the live state of a served array: level, size, members and their states (rebuild\n"
+    "progress), degraded or not, the running rebuild/scrub with rate and ETA, the last scrub's\n"
+    "result, unreadable ranges and per-member I/O counters.\n"
+    "\n"
+    "  -c, --control PATH  the control socket of `raidkit serve --control PATH`\n"
+    "  -j, --json          print the JSON document (for scripts)\n"
+    "  -h, --help          show this help\n";
+
+static const char fail_usage[] =
+    "Usage: raidkit fail --slot N --control PATH\n"
+    "\n"
+    "Mark the member in slot N of a served array failed (maintenance, tests). Refused when the\n"
+    "array would lose data.\n";
+
+static const char replace_usage[] =
+    "Usage: raidkit replace --slot N --with NEWMEMBER [--rate MIB] [--wait] (--control PATH |\n"
+    "                       MEMBER...)\n"
+    "\n"
+    "Rebuild slot N onto NEWMEMBER (an existing file or device, at least as large as the slot\n"
+    "needs, not holding another array's superblock). The slot must be failed or missing: fail\n"
+    "an active member first (raidkit fail). Online with --control (the rebuild runs in the\n"
+    "server; see raidkit status), or offline on the MEMBER files (in the foreground with\n"
+    "progress on stderr). The rebuild offset is checkpointed: a restart resumes it.\n"
+    "\n"
+    "  -s, --slot N        the slot to rebuild\n"
+    "  -w, --with PATH     the new member\n"
+    "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
+    "  -W, --wait          online: wait until the rebuild ended\n"
+    "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -h, --help          show this help\n";
+
+static const char scrub_usage[] =
+    "Usage: raidkit scrub [--repair] [--rate MIB] [--no-wait] (--control PATH | MEMBER...)\n"
+    "\n"
+    "Compare every copy (raid1/10) or parity (raid5/6) of the array and count mismatched\n"
+    "chunks/stripes; --repair rewrites them from the first live copy / the data. Arrays\n"
+    "without redundancy are read completely (read errors are counted). Prints\n"
+    "\"scrub finished: N mismatches, R repaired, E read errors\"; exit 0 when it ran.\n"
+    "\n"
+    "  -R, --repair        fix mismatches\n"
+    "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
+    "  -n, --no-wait       online: only start it (see raidkit status)\n"
+    "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -h, --help          show this help\n";
+
+/* Shared option parsing of the management commands. */
+struct mgmt_opts {
+    const char *control, *with;
+    int64_t slot;
+    uint64_t rate;
+    bool json, wait, repair, no_wait;
+};
+
+static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
+                      struct mgmt_opts *o)
+{
+    static const struct option longopts[] = {
+        {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
+        {"slot", required_argument, NULL, 's'},    {"with", required_argument, NULL, 'w'},
+        {"rate", required_argument, NULL, 'r'},    {"wait", no_argument, NULL, 'W'},
+        {"repair", no_argument, NULL, 'R'},        {"no-wait", no_argument, NULL, 'n'},
+        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+    };
+    int c;
+    memset(o, 0, sizeof(*o));
+    o->slot = -1;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":c:js:w:r:WRnh", longopts, NULL)) != -1) {
+        uint64_t v;
+        switch (c) {
+        case 'c':
+            o->control = optarg;
+            break;
+        case 'j':
+            o->json = true;
+            break;
+        case 's':
+            if (rk_parse_u64(optarg, &v) || v >= RK_MAX_MEMBERS) {
+                fprintf(stderr, "raidkit %s: bad --slot '%s' (0..%d)\n", cmd, optarg,
+                        RK_MAX_MEMBERS - 1);
+                return CLI_EXIT_USAGE;
+            }
+            o->slot = (int64_t)v;
+            break;
+        case 'w':
+            o->with = optarg;
+            break;
+        case 'r':
+            if (rk_parse_u64(optarg, &v) || v > 1024 * 1024) {
+                fprintf(stderr, "raidkit %s: bad --rate '%s' (MiB/s, 0 = unlimited)\n", cmd,
+                        optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o->rate = v * 1024 * 1024;
+            break;
+        case 'W':
+            o->wait = true;
+            break;
+        case 'R':
+            o->repair = true;
+            break;
+        case 'n':
+            o->no_wait = true;
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        case ':':
+            fprintf(stderr, "raidkit %s: option '%s' needs a value\n", cmd, argv[optind - 1]);
+            return CLI_EXIT_USAGE;
+        default:
+            fprintf(stderr, "raidkit %s: unknown option '%s' (see raidkit %s --help)\n", cmd,
+                    argv[optind - 1], cmd);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return 0;
+}
+
+int cli_status(int argc, char **argv)
+{
+    struct mgmt_opts o;
+    int r = mgmt_parse("status", status_usage, argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    if (!o.control || optind != argc) {
+        fprintf(stderr, "raidkit status: %s (see raidkit status --help)\n",
+                o.control ? "unexpected arguments" : "--control PATH is required");
+        return CLI_EXIT_USAGE;
+    }
+    cJSON *reply;
+    cJSON *st = mgmt_status("status", o.control, &reply);
+    if (st) {
+        if (o.json) {
+            char *t = cJSON_Print(st);
+            if (t)
+                puts(t);
+            free(t);
+        } else {
+            mgmt_print_status(st);
+        }
+    }
+    cJSON_Delete(reply);
+    return st ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+int cli_fail(int argc, char **argv)
+{
+    struct mgmt_opts o;
+    int r = mgmt_parse("fail", fail_usage, argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    if (!o.control || o.slot < 0 || optind != argc) {
+        fprintf(stderr, "raidkit fail: --slot N and --control PATH are required, nothing else "
+                        "(see raidkit fail --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "cmd", "fail");
+    cJSON_AddNumberToObject(req, "slot", (double)o.slot);
+    cJSON *reply = mgmt_call("fail", o.control, req);
+    int rc = reply ? mgmt_check("fail", reply) : CLI_EXIT_FAIL;
+    if (!rc)
+        printf("slot %" PRId64 " marked failed\n", o.slot);
+    cJSON_Delete(reply);
+    return rc;
+}
+
+/* Offline job: print progress on stderr about twice a second until it ends. */
+static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
+{
+    struct rk_raid_progress p;
+    for (;;) {
+        rk_raid_progress(raid, &p);
+        if (p.state != RK_JOB_RUNNING)
+            break;
+        fprintf(stderr, "\rraidkit %s: %5.1f%% at %.1f MiB/s", cmd,
+                p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0, p.rate / MiB);
+        usleep(500000);
+    }
+    int r = rk_raid_job_wait(raid);
+    rk_raid_progress(raid, &p);
+    fprintf(stderr, "\rraidkit %s: %5.1f%% done%s%s\n", cmd,
+            p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0, r ? ": " : "",
+            r ? strerror(-r) : "");
+    return r;
+}
+
+static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, struct rk_volume **vol)
+{
+    struct rk_open_opts oo = {.degraded = true, .read_only = ro};
+    char err[512] = "";
+    int r = rk_volume_open((const char *const *)argv, argc, &oo, vol, err, sizeof(err));
+    if (r)
+        fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
+    return r;
+}
+
+int cli_replace(int argc, char **argv)
+{
+    struct mgmt_opts o;
+    int r = mgmt_parse("replace", replace_usage, argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    int n = argc - optind;
+    if (o.slot < 0 || !o.with || (!o.control && n <= 0) || (o.control && n > 0)) {
+        fprintf(stderr, "raidkit replace: needs --slot N, --with NEWMEMBER and either --control "
+                        "PATH or the MEMBER files (see raidkit replace --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    char abs[PATH_MAX];
+    if (!realpath(o.with, abs)) {
+        fprintf(stderr, "raidkit replace: new member %s: %s\n", o.with, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (o.control) {
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "cmd", "replace");
+        cJSON_AddNumberToObject(req, "slot", (double)o.slot);
+        cJSON_AddStringToObject(req, "with", abs);
+        cJSON_AddNumberToObject(req, "rate", (double)o.rate);
+        cJSON *reply = mgmt_call("replace", o.control, req);
+        int rc = reply ? mgmt_check("replace", reply) : CLI_EXIT_FAIL;
+        cJSON_Delete(reply);
+        if (rc)
+            return rc;
+        printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
+        return o.wait ? mgmt_wait_job("replace", o.control) : CLI_EXIT_OK;
+    }
+    struct rk_volume *vol = NULL;
+    if (mgmt_open("replace", n, argv + optind, false, &vol))
+        return CLI_EXIT_FAIL;
+    char err[600] = "";
+    r = rk_volume_replace(vol, (uint32_t)o.slot, abs, o.rate, err, sizeof(err));
+    if (r) {
+        fprintf(stderr, "raidkit replace: %s\n", err[0] ? err : strerror(-r));
+        rk_volume_close(vol);
+        return CLI_EXIT_FAIL;
+    }
+    r = mgmt_offline_wait("replace", rk_volume_raid(vol));
+    int rc = rk_volume_close(vol);
+    if (r || rc) {
+        fprintf(stderr, "raidkit replace: %s\n", strerror(-(r ? r : rc)));
+        return CLI_EXIT_FAIL;
+    }
+    printf("slot %" PRId64 ": rebuilt onto %s\n", o.slot, abs);
+    return CLI_EXIT_OK;
+}
+
+int cli_scrub(int argc, char **argv)
+{
+    struct mgmt_opts o;
+    int r = mgmt_parse("scrub", scrub_usage, argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    int n = argc - optind;
+    if ((!o.control && n <= 0) || (o.control && n > 0)) {
+        fprintf(stderr, "raidkit scrub: needs either --control PATH or the MEMBER files (see "
+                        "raidkit scrub --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (o.control) {
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "cmd", "scrub");
+        cJSON_AddBoolToObject(req, "repair", o.repair);
+        cJSON_AddNumberToObject(req, "rate", (double)o.rate);
+        cJSON *reply = mgmt_call("scrub", o.control, req);
+        int rc = reply ? mgmt_check("scrub", reply) : CLI_EXIT_FAIL;
+        cJSON_Delete(reply);
+        if (rc)
+            return rc;
+        return o.no_wait ? CLI_EXIT_OK : mgmt_wait_job("scrub", o.control);
+    }
+    struct rk_volume *vol = NULL;
+    if (mgmt_open("scrub", n, argv + optind, !o.repair, &vol))
+        return CLI_EXIT_FAIL;
+    struct rk_dev *raid = rk_volume_raid(vol);
+    r = rk_raid_scrub_start(raid, o.repair, o.rate);
+    if (!r)
+        r = mgmt_offline_wait("scrub", raid);
+    struct rk_raid_progress p;
+    rk_raid_progress(raid, &p);
+    int rc = rk_volume_close(vol);
+    if (r || rc) {
+        fprintf(stderr, "raidkit scrub: %s\n", strerror(-(r ? r : rc)));
+        return CLI_EXIT_FAIL;
+    }
+    printf("scrub finished: %" PRIu64 " mismatches, %" PRIu64 " repaired, %" PRIu64
+           " read errors\n",
+           p.last_mismatches, p.last_repaired, p.last_errors);
+    return CLI_EXIT_OK;
+}

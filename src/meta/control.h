@@ -1,0 +1,39 @@
+/* The control socket of a served volume: a unix-socket server thread that answers one JSON
+ * request per line with one JSON reply per line (commands status, fail, replace, scrub). */
+#ifndef RK_META_CONTROL_H
+#define RK_META_CONTROL_H
+
+#include <stddef.h>
+
+#include "raidkit/volume.h"
+
+/* Longest request line accepted (bytes, newline excluded); longer lines get an error reply and
+ * the connection is closed. */
+#define RK_CONTROL_LINE_MAX 8192
+
+struct rk_control;
+
+/*
+ * Listen on unix socket path (a stale socket file there is replaced; any other file is
+ * refused) and serve requests for v in a thread until rk_control_stop. Requests:
+ *   {"cmd":"status"}
+ *   {"cmd":"fail","slot":N}
+ *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S}
+ *   {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S}
+ * Replies: {"ok":true,...} or {"ok":false,"error":"one line"}; status adds "status":{...}.
+ * Returns 0 and *out, or -errno with one line in err.
+ */
+int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
+                     size_t errlen);
+
+/* Stop the thread, close and unlink the socket, free c (NULL accepted). */
+void rk_control_stop(struct rk_control *c);
+
+/* Answer one request line for v (the server's handler; also for tests). Returns the reply
+ * JSON without newline (malloc'ed, caller frees), NULL on ENOMEM. */
+char *rk_control_handle(struct rk_volume *v, const char *line);
+
+/* The live status document of v (what "status" replies with), as cJSON text; NULL on ENOMEM. */
+char *rk_control_status_json(struct rk_volume *v);
+
+#endif

@@ -1,0 +1,425 @@
+/* Bench reports for fixed inputs: the text tables match tests/golden/bench_seed_tables.txt (made
+ * from the seeds' own rows), JSON validates against docs/bench-report.schema.json, SVG is XML,
+ * the HTML has one chart per job, and host-bound rows are marked in every format. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cmocka.h>
+
+#include "bench/bench.h"
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    char tmp[4096];
+    size_t k;
+    while ((k = fread(tmp, 1, sizeof(tmp), f)) > 0)
+        fwrite(tmp, 1, k, m);
+    fclose(m);
+    fclose(f);
+    return buf;
+}
+
+static void src_path(const char *rel, char *buf, size_t len)
+{
+    const char *src = getenv("RAIDKIT_SOURCE_DIR");
+    snprintf(buf, len, "%s/%s", src ? src : ".", rel);
+}
+
+/* A one-job report with the given rows (one trial each, so mean = value). */
+static void make_report(struct bench_report *r, struct bench_suite *s, const char *fio,
+                        const char *title, uint32_t bs, int iodepth, const char *const *labels,
+                        const double *vals, int n)
+{
+    memset(r, 0, sizeof(*r));
+    memset(s, 0, sizeof(*s));
+    snprintf(s->name, sizeof(s->name), "fixed");
+    snprintf(s->description, sizeof(s->description), "fixed inputs");
+    snprintf(s->reproduces, sizeof(s->reproduces), "seed tables");
+    s->njobs = 1;
+    snprintf(s->jobs[0].name, sizeof(s->jobs[0].name), "job0");
+    snprintf(s->jobs[0].title, sizeof(s->jobs[0].title), "%s", title);
+    snprintf(s->jobs[0].rw, sizeof(s->jobs[0].rw), "randread");
+    s->jobs[0].bs = bs;
+    s->jobs[0].iodepth = iodepth;
+    s->jobs[0].size = 1ull << 30;
+    s->jobs[0].runtime = 20;
+    r->suite = s;
+    snprintf(r->fio_version, sizeof(r->fio_version), "%s", fio);
+    snprintf(r->raidkit_version, sizeof(r->raidkit_version), "0.0.test");
+    r->min_trials = 1;
+    r->members = 4;
+    r->nconfigs = n;
+    for (int i = 0; i < n; i++) {
+        snprintf(r->configs[i].name, sizeof(r->configs[i].name), "c%d", i);
+        snprintf(r->configs[i].label, sizeof(r->configs[i].label), "%s", labels[i]);
+        snprintf(r->configs[i].kind, sizeof(r->configs[i].kind), "raidkit");
+        r->cells[i][0].ntrials = 1;
+        r->cells[i][0].trials[0] = vals[i];
+        r->cells[i][0].read_mbs[0] = vals[i];
+    }
+    bench_report_finish(r);
+}
+
+static void test_text_matches_seed_layout(void **state)
+{
+    (void)state;
+    static const char *const l1[] = {
+        "Single Disk", "4 Disks, Non-RAID", "RAID 0", "RAID 1", "RAID 1+0", "RAID 5", "RAID 6"};
+    static const double v1[] = {236.89, 787.97, 758.26, 233.00, 469.10, 742.06, 653.54};
+    static const char *const l2[] = {"120GB Mushkin SSD", "Seagate ST500DM002-1BD14",
+                                     "BCache Writethrough", "BCache Writeback"};
+    static const double v2[] = {139.76, 1.47, 1.48, 1.50};
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char *buf = NULL, path[1024];
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    make_report(r, s, "2.1.11", "Random Read", 16384, 64, l1, v1, 7);
+    assert_int_equal(bench_render_text_job(r, 0, m), 0);
+    fputc('\n', m);
+    make_report(r, s, "2.1.13", "Random Write", 4096, 1, l2, v2, 4);
+    assert_int_equal(bench_render_text_job(r, 0, m), 0);
+    fclose(m);
+    src_path("tests/golden/bench_seed_tables.txt", path, sizeof(path));
+    char *want = slurp(path);
+    assert_non_null(want);
+    if (strcmp(want, buf) != 0)
+        print_error("--- want\n%s--- got\n%s", want, buf);
+    assert_string_equal(want, buf);
+    free(want);
+    free(buf);
+    free(r);
+    free(s);
+}
+
+/* ---- a small JSON Schema subset: type, required, properties, items, enum, const ---- */
+static bool type_ok(const cJSON *v, const char *t)
+{
+    if (!strcmp(t, "object"))
+        return cJSON_IsObject(v);
+    if (!strcmp(t, "array"))
+        return cJSON_IsArray(v);
+    if (!strcmp(t, "string"))
+        return cJSON_IsString(v);
+    if (!strcmp(t, "boolean"))
+        return cJSON_IsBool(v);
+    if (!strcmp(t, "null"))
+        return cJSON_IsNull(v);
+    if (!strcmp(t, "number"))
+        return cJSON_IsNumber(v);
+    if (!strcmp(t, "integer"))
+        return cJSON_IsNumber(v) && v->valuedouble == (double)(int64_t)v->valuedouble;
+    return false;
+}
+
+static int validate(const cJSON *schema, const cJSON *v, const char *where)
+{
+    int bad = 0;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(schema, "type");
+    if (cJSON_IsString(t) && !type_ok(v, t->valuestring)) {
+        print_error("%s: not of type %s\n", where, t->valuestring);
+        return 1;
+    }
+    if (cJSON_IsArray(t)) {
+        bool any = false;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, t) any |= type_ok(v, e->valuestring);
+        if (!any) {
+            print_error("%s: of none of the allowed types\n", where);
+            return 1;
+        }
+    }
+    if (!cJSON_IsObject(v) && !cJSON_IsArray(v)) {
+        const cJSON *en = cJSON_GetObjectItemCaseSensitive(schema, "enum");
+        const cJSON *co = cJSON_GetObjectItemCaseSensitive(schema, "const");
+        if (en && cJSON_IsString(v)) {
+            bool hit = false;
+            const cJSON *e;
+            cJSON_ArrayForEach(e, en) hit |= !strcmp(e->valuestring, v->valuestring);
+            if (!hit) {
+                print_error("%s: '%s' not in enum\n", where, v->valuestring);
+                bad++;
+            }
+        }
+        if (co && cJSON_IsString(v) && strcmp(co->valuestring, v->valuestring)) {
+            print_error("%s: not the constant %s\n", where, co->valuestring);
+            bad++;
+        }
+        return bad;
+    }
+    if (cJSON_IsObject(v)) {
+        const cJSON *req = cJSON_GetObjectItemCaseSensitive(schema, "required"), *e;
+        cJSON_ArrayForEach(e, req)
+        {
+            if (!cJSON_GetObjectItemCaseSensitive(v, e->valuestring)) {
+                print_error("%s: missing required key %s\n", where, e->valuestring);
+                bad++;
+            }
+        }
+        const cJSON *props = cJSON_GetObjectItemCaseSensitive(schema, "properties");
+        cJSON_ArrayForEach(e, props)
+        {
+            const cJSON *child = cJSON_GetObjectItemCaseSensitive(v, e->string);
+            char w[256];
+            snprintf(w, sizeof(w), "%s.%s", where, e->string);
+            if (child)
+                bad += validate(e, child, w);
+        }
+    } else {
+        const cJSON *items = cJSON_GetObjectItemCaseSensitive(schema, "items"), *e;
+        int i = 0;
+        cJSON_ArrayForEach(e, v)
+        {
+            char w[256];
+            snprintf(w, sizeof(w), "%s[%d]", where, i++);
+            if (items)
+                bad += validate(items, e, w);
+        }
+    }
+    return bad;
+}
+
+/* A two-job report with a noop ceiling, a host-bound row, a normal row and a skipped config. */
+static void make_full(struct bench_report *r, struct bench_suite *s)
+{
+    memset(r, 0, sizeof(*r));
+    memset(s, 0, sizeof(*s));
+    snprintf(s->name, sizeof(s->name), "fixed2");
+    snprintf(s->description, sizeof(s->description), "two jobs <&> \"quoted\"");
+    snprintf(s->reproduces, sizeof(s->reproduces), "nothing, a test");
+    s->njobs = 2;
+    const char *names[] = {"randread", "write"}, *titles[] = {"Random Read", "Sequential Write"};
+    for (int j = 0; j < 2; j++) {
+        snprintf(s->jobs[j].name, sizeof(s->jobs[j].name), "%s", names[j]);
+        snprintf(s->jobs[j].title, sizeof(s->jobs[j].title), "%s", titles[j]);
+        snprintf(s->jobs[j].rw, sizeof(s->jobs[j].rw), "%s", j ? "write" : "randread");
+        s->jobs[j].bs = j ? 65536 : 4096;
+        s->jobs[j].iodepth = 4;
+        s->jobs[j].size = 32u << 20;
+        s->jobs[j].runtime = 1;
+    }
+    r->suite = s;
+    snprintf(r->fio_version, sizeof(r->fio_version), "3.33");
+    snprintf(r->raidkit_version, sizeof(r->raidkit_version), "0.0.test");
+    snprintf(r->model_name, sizeof(r->model_name), "sata-ssd-2014");
+    r->model_json = strdup("{\"name\":\"sata-ssd-2014\",\"kind\":\"ssd\",\"read_iops\":50000}");
+    snprintf(r->target, sizeof(r->target), "model sata-ssd-2014");
+    r->min_trials = 3;
+    r->members = 4;
+    bench_machine_probe(&r->machine);
+    const char *cn[] = {"noop", "raid0", "raid1", "raid6"},
+               *kinds[] = {"noop", "raidkit", "raidkit", "raidkit"};
+    const char *labels[] = {"noop (ceiling)", "RAID 0 (4)", "RAID 1 (4)", "RAID 6 (4)"};
+    /* randread: noop 1000, raid0 950 (host-bound), raid1 400; write: noop 800, raid0 500. */
+    const double base[4][2] = {{1000, 800}, {950, 500}, {400, 300}, {0, 0}};
+    r->nconfigs = 4;
+    for (int c = 0; c < 4; c++) {
+        snprintf(r->configs[c].name, sizeof(r->configs[c].name), "%s", cn[c]);
+        snprintf(r->configs[c].kind, sizeof(r->configs[c].kind), "%s", kinds[c]);
+        snprintf(r->configs[c].label, sizeof(r->configs[c].label), "%s", labels[c]);
+        r->configs[c].members = 4;
+        if (c == 3) {
+            r->configs[c].skipped = true;
+            snprintf(r->configs[c].note, sizeof(r->configs[c].note), "skipped: not built");
+            continue;
+        }
+        for (int j = 0; j < 2; j++) {
+            struct bench_cell *cell = &r->cells[c][j];
+            if (c == 2 && j == 1) {
+                /* fio failed for raid1/write: no trial, a note. */
+                snprintf(cell->note, sizeof(cell->note), "fio failed (status 1): boom");
+                continue;
+            }
+            cell->ntrials = 3;
+            for (int t = 0; t < 3; t++) {
+                cell->trials[t] = base[c][j] + (t - 1) * 5.0;
+                cell->read_mbs[t] = j ? 0 : cell->trials[t];
+                cell->write_mbs[t] = j ? cell->trials[t] : 0;
+            }
+        }
+    }
+    bench_report_finish(r);
+}
+
+static void test_host_bound_and_stats(void **state)
+{
+    (void)state;
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    make_full(r, s);
+    assert_false(r->cells[0][0].host_bound); /* the ceiling itself */
+    assert_true(r->cells[1][0].host_bound);  /* 950 >= 0.9 * 1000 */
+    assert_false(r->cells[2][0].host_bound);
+    assert_false(r->cells[1][1].host_bound); /* 500 < 720 */
+    assert_true(r->cells[1][0].mean == 950.0);
+    assert_true(r->cells[1][0].se > 2.88 && r->cells[1][0].se < 2.89); /* 5/sqrt(3) */
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    bench_render_text(r, m);
+    fclose(m);
+    assert_non_null(strstr(buf, "RAID 0 (4) ..... 950.00 |"));
+    assert_non_null(strstr(buf, "= *\n"));
+    assert_non_null(strstr(buf, "* host-bound"));
+    assert_non_null(strstr(buf, "raid6: skipped: not built"));
+    assert_null(strstr(buf, "RAID 6 (4) ."));
+    assert_non_null(strstr(buf, "\nFailed:\n  raid1 write: fio failed (status 1): boom\n"));
+    free(buf);
+
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    bench_render_csv(r, m);
+    fclose(m);
+    assert_non_null(strstr(buf, "randread,Random Read,randread,4096,4,raid0,RAID 0 (4),3,950.000,"
+                                "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound\n"));
+    free(buf);
+    free(r->model_json);
+    free(r);
+    free(s);
+}
+
+static void test_json_schema(void **state)
+{
+    (void)state;
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char path[1024];
+    make_full(r, s);
+    char *js = bench_render_json(r);
+    assert_non_null(js);
+    src_path("docs/bench-report.schema.json", path, sizeof(path));
+    char *st = slurp(path);
+    assert_non_null(st);
+    cJSON *schema = cJSON_Parse(st), *doc = cJSON_Parse(js);
+    assert_non_null(schema);
+    assert_non_null(doc);
+    assert_int_equal(validate(schema, doc, "$"), 0);
+    /* The validator itself catches a missing key and a wrong type. */
+    cJSON_DeleteItemFromObject(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "jobs"), 0), "bs");
+    cJSON_ReplaceItemInObject(doc, "members", cJSON_CreateString("4"));
+    assert_int_equal(validate(schema, doc, "$"), 2);
+    /* Every raw trial is there. */
+    cJSON *doc2 = cJSON_Parse(js);
+    cJSON *res =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc2, "jobs"), 0), "results");
+    assert_int_equal(cJSON_GetArraySize(res), 3);
+    cJSON *raid0 = cJSON_GetArrayItem(res, 1);
+    assert_string_equal(cJSON_GetObjectItem(raid0, "config")->valuestring, "raid0");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(raid0, "trials")), 3);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(raid0, "host_bound")));
+    cJSON *fails = cJSON_GetObjectItem(doc2, "failures");
+    assert_int_equal(cJSON_GetArraySize(fails), 1);
+    assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(fails, 0), "job")->valuestring,
+                        "write");
+    /* The failed cell is not a result row. */
+    res = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc2, "jobs"), 1), "results");
+    assert_int_equal(cJSON_GetArraySize(res), 2);
+    assert_non_null(strstr(cJSON_GetObjectItem(raid0, "note")->valuestring, "host-bound"));
+    cJSON_Delete(doc2);
+    cJSON_Delete(doc);
+    cJSON_Delete(schema);
+    free(st);
+    free(js);
+    free(r->model_json);
+    free(r);
+    free(s);
+}
+
+static int count(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p++)
+        n++;
+    return n;
+}
+
+static void test_svg_html(void **state)
+{
+    (void)state;
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char dir[] = "/tmp/rk-bench-render-XXXXXX", err[256] = "", path[512];
+    make_full(r, s);
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(bench_write_reports(r, dir, BENCH_FMT_ALL, err, sizeof(err)), 0);
+    const char *files[] = {"report.txt",   "report.json", "report.csv",
+                           "randread.svg", "write.svg",   "report.html"};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        assert_int_equal(access(path, R_OK), 0);
+    }
+    /* SVG and (X)HTML-ish charts parse as XML when the system python is there. */
+    if (access("/usr/bin/python3", X_OK) == 0) {
+        char cmd[1024];
+        snprintf(cmd, sizeof(cmd),
+                 "/usr/bin/python3 -c 'import sys,xml.etree.ElementTree as E; "
+                 "[E.parse(f) for f in sys.argv[1:]]' %s/randread.svg %s/write.svg",
+                 dir, dir);
+        assert_int_equal(system(cmd), 0);
+    }
+    snprintf(path, sizeof(path), "%s/report.html", dir);
+    char *html = slurp(path);
+    assert_non_null(html);
+    assert_int_equal(count(html, "<svg "), s->njobs);
+    assert_int_equal(count(html, "<table class=\"res\">"), s->njobs);
+    /* Self-contained: no external scripts, styles or images. */
+    assert_null(strstr(html, "<script"));
+    assert_null(strstr(html, "<link"));
+    assert_null(strstr(html, "src="));
+    assert_non_null(strstr(html, "host-bound"));
+    assert_non_null(strstr(html, "<b>raid1 write</b>: fio failed"));
+    assert_non_null(strstr(html, "two jobs &lt;&amp;&gt; &quot;quoted&quot;"));
+    snprintf(path, sizeof(path), "%s/randread.svg", dir);
+    char *svg = slurp(path);
+    assert_int_equal(count(svg, "<rect x="), 3); /* three measured rows */
+    free(svg);
+    free(html);
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    free(r->model_json);
+    free(r);
+    free(s);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    unsigned f = 0;
+    assert_int_equal(bench_parse_formats("text,json", &f), 0);
+    assert_int_equal(f, BENCH_FMT_TEXT | BENCH_FMT_JSON);
+    assert_int_equal(bench_parse_formats("svg,html,csv", &f), 0);
+    assert_int_equal(f, BENCH_FMT_SVG | BENCH_FMT_HTML | BENCH_FMT_CSV);
+    assert_int_equal(bench_parse_formats("pdf", &f), -EINVAL);
+    assert_int_equal(bench_parse_formats("", &f), -EINVAL);
+    assert_int_equal(bench_parse_formats("text,", &f), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_text_matches_seed_layout),
+        cmocka_unit_test(test_host_bound_and_stats),
+        cmocka_unit_test(test_json_schema),
+        cmocka_unit_test(test_svg_html),
+        cmocka_unit_test(test_formats),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

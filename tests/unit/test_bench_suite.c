@@ -1,0 +1,110 @@
+/* Bench suites: every shipped suite in bench/suites parses with the documented settings, and bad
+ * files are refused with FILE:LINE and the reason. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "bench/bench.h"
+
+static void load(const char *name, struct bench_suite *s)
+{
+    char path[1024], err[512] = "";
+    const char *src = getenv("RAIDKIT_SOURCE_DIR");
+    snprintf(path, sizeof(path), "%s/bench/suites/%s.ini", src ? src : ".", name);
+    int r = bench_suite_parse(path, s, err, sizeof(err));
+    if (r < 0)
+        print_error("%s\n", err);
+    assert_int_equal(r, 0);
+}
+
+static void test_shipped(void **state)
+{
+    (void)state;
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    load("seed000", s);
+    assert_int_equal(s->njobs, 4);
+    assert_string_equal(s->jobs[0].rw, "randread");
+    assert_string_equal(s->jobs[3].rw, "write");
+    for (int j = 0; j < 4; j++) {
+        assert_int_equal(s->jobs[j].bs, 16384);
+        assert_int_equal(s->jobs[j].iodepth, 64);
+        assert_int_equal(s->jobs[j].size, 1ull << 30);
+        assert_int_equal(s->jobs[j].ramp, 5);
+        assert_int_equal(s->jobs[j].runtime, 20);
+    }
+    assert_non_null(strstr(s->reproduces, "seed 000"));
+    load("seed003", s);
+    assert_int_equal(s->njobs, 4);
+    assert_int_equal(s->jobs[1].bs, 4096);
+    assert_int_equal(s->jobs[1].iodepth, 1);
+    load("seed002", s);
+    assert_string_equal(s->jobs[0].rw, "read");
+    assert_int_equal(s->jobs[0].bs, 1u << 20);
+    assert_string_equal(s->jobs[1].rw, "randrw");
+    assert_int_equal(s->jobs[1].rwmixread, 50);
+    load("quick", s);
+    assert_int_equal(s->jobs[0].size, 256u << 20);
+    assert_int_equal(s->max_trials, 4);
+    load("tiny", s);
+    assert_int_equal(s->jobs[0].size, 32u << 20);
+    assert_int_equal(bench_suite_max_size(s), 32u << 20);
+    free(s);
+}
+
+/* Parse text written to a temp file; returns the result and the error message. */
+static int parse_text(const char *text, char *err, size_t errlen)
+{
+    char path[] = "/tmp/rk-suite-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    int r = bench_suite_parse(path, s, err, errlen);
+    free(s);
+    unlink(path);
+    return r;
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    char err[512];
+    assert_int_equal(parse_text("name = x\nbs = 4K\n[a]\nrw = read\n", err, sizeof(err)), 0);
+    assert_int_equal(parse_text("name = x\n[a]\nrw = sideways\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":3: bad value 'sideways' for 'rw'"));
+    assert_int_equal(parse_text("[a]\nbogus = 1\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: unknown key 'bogus'"));
+    assert_int_equal(parse_text("[a]\nbs = 1000\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: bad value '1000' for 'bs'"));
+    assert_int_equal(parse_text("name = x\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "no [job] sections"));
+    assert_int_equal(parse_text("[a]\n[a]\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: job 'a' defined twice"));
+    assert_int_equal(parse_text("[a b]\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(parse_text("just words\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":1: expected 'key = value'"));
+    assert_int_equal(parse_text("[a]\niodepth = 0\n", err, sizeof(err)), -EINVAL);
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    assert_int_equal(bench_suite_load("/nonexistent/suite.ini", s, err, sizeof(err)), -ENOENT);
+    assert_int_equal(bench_suite_load("no-such-suite-name", s, err, sizeof(err)), -ENOENT);
+    assert_non_null(strstr(err, "no suite 'no-such-suite-name'"));
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped),
+        cmocka_unit_test(test_errors),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
