@@ -1,10 +1,12 @@
 # The two commands of README.md. Both install missing dependencies first (scripts/install-deps.sh).
-#   make demo   build, then run the main job (scripts/demo.sh)
+#   make demo   build, then run the main job: the seed-000 study (quick suite) over every RAID
+#               level on four emulated 2014 SATA SSDs (scripts/demo-bench.sh)
+#   make demo-raid10  the end-to-end RAID10 job: ext4 via nbdcopy, fio verify, degraded restart
 #   make check  build, then run every test through CTest
 BUILD ?= build
 JOBS  ?= $(shell nproc)
 
-.PHONY: all deps build demo check check-asan format clean bench
+.PHONY: all deps build demo demo-raid10 check check-asan format clean bench
 
 all: build
 
@@ -16,7 +18,10 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 demo: build
-	@bash scripts/demo.sh $(BUILD)/raidkit
+	@bash scripts/demo-bench.sh $(BUILD)/raidkit
+
+demo-raid10: build
+	@bash scripts/demo-raid10.sh $(BUILD)/raidkit
 
 check: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -152,6 +152,10 @@ void rk_io_batch_init(struct rk_io_batch *b);
 /* Start io (fields dev, op, flags, buf, len, off filled by the caller) as part of b.
  * Validation failures complete the io at once with the error. */
 void rk_io_submit(struct rk_io_batch *b, struct rk_io *io);
+/* Run n ios (filled as for rk_io_submit) in parallel as part of b and wait for all of them:
+ * the first n-1 are submitted, the last runs synchronously in the caller's thread. Returns the
+ * number that failed (each io's result says which). b must have nothing else pending. */
+int rk_io_run(struct rk_io_batch *b, struct rk_io *ios, int n);
 /* Wait until every io of b has completed; returns the number that failed (0 = all good).
  * The batch can be reused after this returns; destroy with rk_io_batch_destroy. */
 int rk_io_batch_wait(struct rk_io_batch *b);

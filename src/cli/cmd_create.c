@@ -17,7 +17,7 @@ static const char create_usage[] =
     "\n"
     "Write a raidkit superblock to every MEMBER (in slot order) and build a new array.\n"
     "\n"
-    "  -l, --level LEVEL  linear, 0|raid0, 1|raid1, 10|raid10\n"
+    "  -l, --level LEVEL  linear, 0|raid0, 1|raid1, 10|raid10, 5|raid5, 6|raid6\n"
     "  -c, --chunk SIZE   chunk size, a power of two from 4K to 64M (default 64K)\n"
     "  -n, --name NAME    array name, up to 31 bytes (default: none)\n"
     "  -s, --size SIZE    create missing member files (sparse) or extend them to SIZE first\n"
@@ -49,9 +49,10 @@ int cli_create(int argc, char **argv)
         case 'l':
             level = optarg;
             if (rk_level_parse(optarg, &o.level)) {
-                fprintf(stderr,
-                        "raidkit create: unknown level '%s' (linear, 0, 1, 10 — or raid0...)\n",
-                        optarg);
+                fprintf(
+                    stderr,
+                    "raidkit create: unknown level '%s' (linear, 0, 1, 10, 5, 6 — or raid0...)\n",
+                    optarg);
                 return CLI_EXIT_USAGE;
             }
             break;

@@ -14,8 +14,9 @@
 static const char main_usage[] =
     "Usage: raidkit COMMAND [OPTIONS] [MEMBER...]\n"
     "\n"
-    "raidkit builds software RAID volumes (linear, raid0, raid1, raid10) over member files or\n"
-    "block devices and serves them to NBD clients (nbdinfo, nbdcopy, fio, qemu-img, nbd-client).\n"
+    "raidkit builds software RAID volumes (linear, raid0, raid1, raid10, raid5, raid6) over\n"
+    "member files or block devices, serves them to NBD clients (nbdinfo, nbdcopy, fio,\n"
+    "qemu-img, nbd-client), keeps them healthy (rebuild, scrub) and benchmarks them.\n"
     "\n"
     "Commands:\n"
     "  create   write superblocks and build a new array on MEMBER files\n"

@@ -203,23 +203,18 @@ static int run_sync(struct rk_io *io)
     return -EINVAL;
 }
 
-void rk_io_submit(struct rk_io_batch *b, struct rk_io *io)
+/* Validate io and count it in its device's statistics and in-flight gauge. Returns 0, or the
+ * validation error (the io is then not counted as an operation). */
+static int io_account(struct rk_io *io)
 {
     struct rk_dev *dev = io->dev;
-    io->batch = b;
     io->result = 0;
     io->member_done = 0;
-    pthread_mutex_lock(&b->lock);
-    b->pending++;
-    pthread_mutex_unlock(&b->lock);
-
-    int r = rk_dev_check_range(dev, io->op, io->len, io->off);
     if (io->op != RK_OP_FLUSH)
         atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
-    if (r) {
-        rk_io_complete(io, r);
-        return;
-    }
+    int r = rk_dev_check_range(dev, io->op, io->len, io->off);
+    if (r)
+        return r;
     switch (io->op) {
     case RK_OP_READ:
         atomic_fetch_add_explicit(&dev->stats.reads, 1, memory_order_relaxed);
@@ -239,14 +234,47 @@ void rk_io_submit(struct rk_io_batch *b, struct rk_io *io)
         atomic_fetch_add_explicit(&dev->stats.zeroes, 1, memory_order_relaxed);
         break;
     }
-    if ((io->len == 0 && io->op != RK_OP_FLUSH)) {
-        rk_io_complete(io, 0);
+    return 0;
+}
+
+void rk_io_submit(struct rk_io_batch *b, struct rk_io *io)
+{
+    io->batch = b;
+    pthread_mutex_lock(&b->lock);
+    b->pending++;
+    pthread_mutex_unlock(&b->lock);
+
+    int r = io_account(io);
+    if (r || (io->len == 0 && io->op != RK_OP_FLUSH)) {
+        rk_io_complete(io, r);
         return;
     }
-    if (dev->ops->submit)
-        dev->ops->submit(dev, io);
+    if (io->dev->ops->submit)
+        io->dev->ops->submit(io->dev, io);
     else
         rk_io_complete(io, run_sync(io));
+}
+
+int rk_io_run(struct rk_io_batch *b, struct rk_io *ios, int n)
+{
+    if (n <= 0)
+        return 0;
+    for (int i = 0; i < n - 1; i++)
+        rk_io_submit(b, &ios[i]);
+    /* The last io runs in the caller's thread: a single-io round (the common small request)
+     * then costs no hand-off to a completion thread and back. */
+    struct rk_io *io = &ios[n - 1];
+    io->batch = b;
+    int r = io_account(io);
+    if (!r && (io->len || io->op == RK_OP_FLUSH))
+        r = run_sync(io);
+    io->result = r;
+    if (io->op != RK_OP_FLUSH)
+        atomic_fetch_sub_explicit(&io->dev->inflight, 1, memory_order_relaxed);
+    if (r)
+        atomic_fetch_add_explicit(&io->dev->stats.errors, 1, memory_order_relaxed);
+    int errs = n > 1 ? rk_io_batch_wait(b) : 0;
+    return errs + (r != 0);
 }
 
 int rk_io_batch_wait(struct rk_io_batch *b)

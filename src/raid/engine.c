@@ -302,11 +302,10 @@ static int raid_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
                 buf += piece;
         }
 
-        for (int i = 0; i < rd.nio; i++)
-            rk_io_submit(&batch, &rd.io[i]);
+        int errs = rk_io_run(&batch, rd.io, rd.nio);
         /* Discard is advisory (old data or zeros may be read back either way): a member that
          * cannot discard keeps its data, which fails neither the request nor the slot. */
-        if (rk_io_batch_wait(&batch) == 0 || op == RK_OP_DISCARD) {
+        if (errs == 0 || op == RK_OP_DISCARD) {
             if (!is_read && usable != raid_all_mask(l->g.members) &&
                 !raid_range_written(r, round_start, off, usable))
                 ret = -EIO; /* some piece had no live copy at all */
@@ -389,9 +388,7 @@ static int raid_flush(struct rk_dev *dev)
         io[n].op = RK_OP_FLUSH;
         slot[n++] = i;
     }
-    for (int i = 0; i < n; i++)
-        rk_io_submit(&batch, &io[i]);
-    if (rk_io_batch_wait(&batch)) {
+    if (rk_io_run(&batch, io, n)) {
         for (int i = 0; i < n; i++) {
             if (io[i].result) {
                 failed |= 1u << slot[i];

@@ -199,9 +199,7 @@ static void r5_io_add(struct r5_ios *v, struct raid_priv *r, uint32_t slot, enum
 static uint32_t r5_io_run(struct r5_req *q, struct r5_ios *v)
 {
     uint32_t failed = 0;
-    for (int i = 0; i < v->n; i++)
-        rk_io_submit(&q->batch, &v->io[i]);
-    if (rk_io_batch_wait(&q->batch))
+    if (rk_io_run(&q->batch, v->io, v->n))
         for (int i = 0; i < v->n; i++)
             if (v->io[i].result)
                 failed |= 1u << v->slot[i];
@@ -703,9 +701,7 @@ static int r5_read(struct r5_req *q, char *buf, uint64_t len, uint64_t off)
             off += n;
             len -= n;
         }
-        for (int i = 0; i < nio; i++)
-            rk_io_submit(&q->batch, &io[i]);
-        int errs = rk_io_batch_wait(&q->batch);
+        int errs = rk_io_run(&q->batch, io, nio);
         for (int i = 0; i < npc; i++) {
             struct r5_piece *p = &pc[i];
             if (p->io >= 0 && (!errs || !io[p->io].result))

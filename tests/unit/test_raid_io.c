@@ -307,6 +307,18 @@ static int async_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64
     return rk_dev_write(a->inner, buf, len, off, flags);
 }
 
+static int async_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
+{
+    struct async_dev *a = dev->priv;
+    return rk_dev_discard(a->inner, len, off);
+}
+
+static int async_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    struct async_dev *a = dev->priv;
+    return rk_dev_write_zeroes(a->inner, len, off, flags);
+}
+
 static int async_run(struct async_dev *a, struct rk_io *io)
 {
     switch (io->op) {
@@ -389,6 +401,8 @@ static const struct rk_dev_ops async_ops = {
     .kind = "async",
     .read = async_read,
     .write = async_write,
+    .discard = async_discard,
+    .write_zeroes = async_write_zeroes,
     .submit = async_submit,
     .close = async_close,
 };
@@ -422,7 +436,8 @@ static void fx_make_async(struct fixture *fx)
 
 /* The member I/O of one request is in flight at the same time: a worker holds its completion
  * until the expected number of member requests is outstanding (a serial engine would never get
- * there and the counts below would stay at 1). */
+ * there and the counts below would stay at 1). rk_io_run executes the last io of a round in the
+ * caller's thread, so one fewer than the round's ios is outstanding on the async members. */
 static void test_parallel_members(void **state)
 {
     struct fixture fx;
@@ -435,15 +450,15 @@ static void test_parallel_members(void **state)
 
     async_max = 0;
     async_released = false;
-    async_hold = 16; /* 1 MiB over 64 KiB chunks: 16 member writes */
+    async_hold = 15; /* 1 MiB over 64 KiB chunks: 16 member writes, 15 submitted */
     assert_int_equal(rk_dev_write(fx.raid, buf, 1 * MiB, 0, 0), 0);
-    assert_int_equal(async_max, 16);
+    assert_int_equal(async_max, 15);
 
     async_max = 0;
     async_released = false;
-    async_hold = 4;
+    async_hold = 3;
     assert_int_equal(rk_dev_flush(fx.raid), 0);
-    assert_int_equal(async_max, 4);
+    assert_int_equal(async_max, 3);
     async_hold = 0;
     fx_close(&fx);
 
@@ -452,13 +467,13 @@ static void test_parallel_members(void **state)
     fx_make_async(&fx);
     async_max = 0;
     async_released = false;
-    async_hold = 3;
+    async_hold = 2;
     assert_int_equal(rk_dev_write(fx.raid, buf, 1 * MiB, 0, 0), 0);
-    assert_int_equal(async_max, 3);
+    assert_int_equal(async_max, 2);
     async_max = 0;
     async_released = false;
     assert_int_equal(rk_dev_read(fx.raid, buf, 1 * MiB, 0), 0);
-    assert_int_equal(async_max, 3);
+    assert_int_equal(async_max, 2);
     async_hold = 0;
     free(buf);
     fx_close(&fx);
