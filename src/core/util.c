@@ -55,18 +55,28 @@ void rk_set_err(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Parse the leading decimal digits of *s into *v, advancing *s; -EINVAL when there are none or
+ * the value overflows 64 bits. */
+static int parse_digits(const char **s, uint64_t *v)
+{
+    const char *p = *s;
+    if (!p || *p < '0' || *p > '9')
+        return -EINVAL;
+    *v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (*v > (UINT64_MAX - d) / 10)
+            return -EINVAL;
+        *v = *v * 10 + d;
+    }
+    *s = p;
+    return 0;
+}
+
 int rk_parse_u64(const char *s, uint64_t *out)
 {
-    if (!s || *s < '0' || *s > '9')
-        return -EINVAL;
-    uint64_t v = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -EINVAL;
-        v = v * 10 + d;
-    }
-    if (*s)
+    uint64_t v;
+    if (parse_digits(&s, &v) || *s)
         return -EINVAL;
     *out = v;
     return 0;
@@ -74,15 +84,9 @@ int rk_parse_u64(const char *s, uint64_t *out)
 
 int rk_parse_size(const char *s, uint64_t *out)
 {
-    if (!s || *s < '0' || *s > '9')
+    uint64_t v;
+    if (parse_digits(&s, &v))
         return -EINVAL;
-    uint64_t v = 0;
-    for (; *s >= '0' && *s <= '9'; s++) {
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -EINVAL;
-        v = v * 10 + d;
-    }
     unsigned shift = 0;
     switch (*s) {
     case 'k':

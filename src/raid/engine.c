@@ -72,7 +72,7 @@ static uint32_t raid_write_mask(struct raid_priv *r)
 
 /* Move slot to FAILED; the thread that makes the transition runs the callback (so it runs
  * once per slot). Caller holds no engine lock. */
-static void raid_fail(struct raid_priv *r, uint32_t slot, int error)
+void raid_fail(struct raid_priv *r, uint32_t slot, int error)
 {
     int s = atomic_load(&r->state[slot]);
     do {

@@ -165,20 +165,6 @@ static uint32_t r5_blk_readable(struct raid_priv *r, const struct r5_geo *g, uin
     return m;
 }
 
-/* Same transition as the engine's raid_fail: the thread that moves the slot to FAILED runs the
- * member_failed callback, so it runs once per slot whichever path saw the error first. */
-static void r5_fail(struct raid_priv *r, uint32_t slot, int error)
-{
-    int s = atomic_load(&r->state[slot]);
-    do {
-        if (s == RK_SLOT_FAILED || s == RK_SLOT_MISSING)
-            return;
-    } while (!atomic_compare_exchange_weak(&r->state[slot], &s, RK_SLOT_FAILED));
-    rk_warn("raid: slot %u (%s) failed: %s", slot, r->members[slot]->name, strerror(-error));
-    if (r->ev.member_failed)
-        r->ev.member_failed(r->ev.ctx, slot, error);
-}
-
 /* ---- member I/O of one window ---- */
 
 static void r5_io_add(struct r5_ios *v, struct raid_priv *r, uint32_t slot, enum rk_op op,
@@ -211,7 +197,7 @@ static void r5_fail_writes(struct r5_req *q, struct r5_ios *v)
 {
     for (int i = 0; i < v->n; i++)
         if (v->io[i].result)
-            r5_fail(q->r, v->slot[i], v->io[i].result);
+            raid_fail(q->r, v->slot[i], v->io[i].result);
 }
 
 static uint32_t r5_blk_mask_of_slots(const struct r5_geo *g, uint32_t slots)

@@ -103,6 +103,11 @@ extern const struct raid_level raid_level_raid10;
 extern const struct raid_level raid_level_raid5;
 extern const struct raid_level raid_level_raid6;
 
+/* Move slot to FAILED after a member error (enum rk_slot_state); the thread that makes the
+ * transition runs the member_failed callback, so it runs once per slot whichever path saw the
+ * error first. Caller holds no engine lock. Defined in engine.c, used by every level. */
+void raid_fail(struct raid_priv *r, uint32_t slot, int error);
+
 /* The table entry of a level, or NULL when the engine has no implementation (yet). */
 const struct raid_level *raid_level_get(int level);
 
