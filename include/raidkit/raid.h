@@ -204,8 +204,21 @@ struct rk_raid_bad_range {
     uint64_t len;
 };
 
-/* Copy up to max recorded bad ranges into out; returns how many there are in total. */
+/* Copy up to max recorded bad ranges into out; returns how many there are in total. Ranges of a
+ * FAILED slot are not reported (it is never read again), and rk_raid_add_member drops the
+ * slot's ranges (its rebuild starts clean). */
 int rk_raid_bad_ranges(struct rk_dev *raid, struct rk_raid_bad_range *out, int max);
+
+/*
+ * Record [member_off, member_off+len) of slot's data area as holding no valid data, e.g. at
+ * assembly from the superblock's bad-range table (call before I/O starts, after
+ * rk_raid_add_member for a slot whose rebuild resumes). Reads of that range are never served
+ * from slot: they come from another copy / parity, or fail with -EIO when nothing else can
+ * serve them (never zeros). Overlapping or adjacent ranges may be merged.
+ * Returns 0, -EINVAL (not a raid device, bad slot, empty or outside the slot's data area),
+ * -ENOSPC (the in-memory list is full).
+ */
+int rk_raid_add_bad_range(struct rk_dev *raid, uint32_t slot, uint64_t member_off, uint64_t len);
 
 #ifdef __cplusplus
 }

@@ -136,6 +136,14 @@ static char *info_text(const struct meta_scan *s)
                         rk_uuid_format(sb->slots[i].uuid, uuid), sb->slots[i].data_size,
                         p ? p : "(no member given)");
         }
+        if (sb->nbad) {
+            info_printf(&b, "Unreadable ranges (data-area bytes; reads never use them):\n");
+            for (uint32_t i = 0; i < sb->nbad && i < RK_SB_BAD_MAX; i++)
+                info_printf(&b,
+                            "  slot %" PRIu32 "  [%" PRIu64 ", %" PRIu64 ")  %" PRIu64 " bytes\n",
+                            sb->bad[i].slot, sb->bad[i].offset, sb->bad[i].offset + sb->bad[i].len,
+                            sb->bad[i].len);
+        }
     } else {
         info_printf(&b, "No valid raidkit superblock found.\n");
     }
@@ -219,6 +227,16 @@ static char *info_json(const struct meta_scan *s)
                 else
                     cJSON_AddNullToObject(o, "path");
                 cJSON_AddItemToArray(slots, o);
+            }
+            cJSON *bad = cJSON_AddArrayToObject(a, "bad_ranges");
+            for (uint32_t i = 0; bad && i < sb->nbad && i < RK_SB_BAD_MAX; i++) {
+                cJSON *o = cJSON_CreateObject();
+                if (!o)
+                    break;
+                cJSON_AddNumberToObject(o, "slot", sb->bad[i].slot);
+                cJSON_AddNumberToObject(o, "offset", (double)sb->bad[i].offset);
+                cJSON_AddNumberToObject(o, "len", (double)sb->bad[i].len);
+                cJSON_AddItemToArray(bad, o);
             }
         }
     } else {

@@ -21,7 +21,9 @@
  * 256 slot table: RK_MAX_MEMBERS entries of 48 bytes:
  *       +0 state u32  +4 reserved u32  +8 data_size u64  +16 rebuild_offset u64
  *       +24 member_uuid[16]  +40 reserved[8]
- * 1792..4095 reserved (zero)
+ * 1792 bad-range table: count u32, reserved u32, then RK_SB_BAD_MAX entries of 24 bytes:
+ *       +0 slot u32  +4 reserved u32  +8 offset u64  +16 len u64
+ * 3336..4095 reserved (zero)
  */
 #define SB_OFF_MAGIC       0
 #define SB_OFF_VERSION     8
@@ -52,8 +54,16 @@
 #define SB_SLOT_DATA_SIZE  8
 #define SB_SLOT_REBUILD    16
 #define SB_SLOT_UUID       24
+#define SB_OFF_BAD         1792
+#define SB_BAD_ENTRIES     (SB_OFF_BAD + 8)
+#define SB_BAD_SIZE        24
+#define SB_BAD_SLOT        0
+#define SB_BAD_OFFSET      8
+#define SB_BAD_LEN         16
 
 _Static_assert(SB_OFF_SLOTS + RK_MAX_MEMBERS * SB_SLOT_SIZE <= RK_SB_SIZE, "slot table fits");
+_Static_assert(SB_OFF_SLOTS + RK_MAX_MEMBERS * SB_SLOT_SIZE <= SB_OFF_BAD, "bad table after slots");
+_Static_assert(SB_BAD_ENTRIES + RK_SB_BAD_MAX * SB_BAD_SIZE <= RK_SB_SIZE, "bad table fits");
 
 void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
 {
@@ -89,6 +99,15 @@ void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
         rk_put_le64(e + SB_SLOT_REBUILD, s->rebuild_offset);
         memcpy(e + SB_SLOT_UUID, s->uuid, RK_UUID_LEN);
     }
+    /* Entries past the count stay zero, so a table of 0 encodes exactly like the old format. */
+    uint32_t nbad = sb->nbad < RK_SB_BAD_MAX ? sb->nbad : RK_SB_BAD_MAX;
+    rk_put_le32(out + SB_OFF_BAD, sb->nbad);
+    for (uint32_t i = 0; i < nbad; i++) {
+        uint8_t *e = out + SB_BAD_ENTRIES + i * SB_BAD_SIZE;
+        rk_put_le32(e + SB_BAD_SLOT, sb->bad[i].slot);
+        rk_put_le64(e + SB_BAD_OFFSET, sb->bad[i].offset);
+        rk_put_le64(e + SB_BAD_LEN, sb->bad[i].len);
+    }
     rk_put_le32(out + SB_OFF_CRC, rk_crc32c(out, RK_SB_SIZE));
 }
 
@@ -122,6 +141,42 @@ static int sb_check_region(const char *what, uint64_t off, uint64_t size, uint64
                    ")",
                    what, off, size, data_offset);
         return -EINVAL;
+    }
+    return 0;
+}
+
+/* The bad-range table; slots are already checked. */
+static int sb_check_bad(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (sb->nbad > RK_SB_BAD_MAX) {
+        rk_set_err(err, errlen, "bad-range count %" PRIu32 " exceeds the table's %u entries",
+                   sb->nbad, RK_SB_BAD_MAX);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < sb->nbad; i++) {
+        const struct rk_sb_bad *b = &sb->bad[i];
+        if (b->slot >= sb->members) {
+            rk_set_err(err, errlen,
+                       "bad range %" PRIu32 " names slot %" PRIu32 " (the array has %" PRIu32
+                       " members)",
+                       i, b->slot, sb->members);
+            return -EINVAL;
+        }
+        if (b->len == 0 || b->offset % 512 || b->len % 512) {
+            rk_set_err(err, errlen,
+                       "bad range %" PRIu32 " [%" PRIu64 ", +%" PRIu64
+                       ") is empty or not 512-byte aligned",
+                       i, b->offset, b->len);
+            return -EINVAL;
+        }
+        uint64_t ds = sb->slots[b->slot].data_size;
+        if (b->offset > ds || b->len > ds - b->offset) {
+            rk_set_err(err, errlen,
+                       "bad range %" PRIu32 " [%" PRIu64 ", +%" PRIu64 ") ends beyond slot %" PRIu32
+                       "'s data size %" PRIu64,
+                       i, b->offset, b->len, b->slot, ds);
+            return -EINVAL;
+        }
     }
     return 0;
 }
@@ -243,6 +298,9 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
                    sb->slot);
         return -EINVAL;
     }
+    int rb = sb_check_bad(sb, err, errlen);
+    if (rb)
+        return rb;
     struct rk_raid_geom g;
     rk_sb_geom(sb, &g);
     char gerr[160] = "";
@@ -318,6 +376,14 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
         s->data_size = rk_get_le64(e + SB_SLOT_DATA_SIZE);
         s->rebuild_offset = rk_get_le64(e + SB_SLOT_REBUILD);
         memcpy(s->uuid, e + SB_SLOT_UUID, RK_UUID_LEN);
+    }
+    sb->nbad = rk_get_le32(buf + SB_OFF_BAD);
+    /* Entries are read only up to the bound; rk_sb_check refuses a larger count. */
+    for (uint32_t i = 0; i < sb->nbad && i < RK_SB_BAD_MAX; i++) {
+        const uint8_t *e = buf + SB_BAD_ENTRIES + i * SB_BAD_SIZE;
+        sb->bad[i].slot = rk_get_le32(e + SB_BAD_SLOT);
+        sb->bad[i].offset = rk_get_le64(e + SB_BAD_OFFSET);
+        sb->bad[i].len = rk_get_le64(e + SB_BAD_LEN);
     }
     return rk_sb_check(sb, err, errlen);
 }

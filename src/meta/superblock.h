@@ -37,6 +37,17 @@ struct rk_sb_slot {
     uint8_t uuid[RK_UUID_LEN]; /* member UUID of the device holding this slot */
 };
 
+/* Bad-range table (offset 1792, docs/FORMAT.md): data-area ranges of a slot that hold no valid
+ * data (a rebuild could not reconstruct them); reads never use them. Zero entries on arrays
+ * written before the table existed, so it needs no new format version. */
+#define RK_SB_BAD_MAX 64u
+
+struct rk_sb_bad {
+    uint32_t slot;   /* < members */
+    uint64_t offset; /* data-area bytes, 512-aligned */
+    uint64_t len;    /* bytes, 512-aligned, non-zero; offset + len <= the slot's data_size */
+};
+
 /* The decoded superblock. Fields mirror the on-disk table of docs/FORMAT.md one to one. */
 struct rk_sb {
     uint32_t version;                      /* RK_SB_VERSION */
@@ -57,6 +68,8 @@ struct rk_sb {
     uint64_t ctime, utime;                 /* seconds since the epoch (UTC) */
     char name[RK_SB_NAME_LEN];             /* NUL padded */
     struct rk_sb_slot slots[RK_MAX_MEMBERS];
+    uint32_t nbad; /* bad-range table entries in use, <= RK_SB_BAD_MAX */
+    struct rk_sb_bad bad[RK_SB_BAD_MAX];
 };
 
 /* Encode sb into out (RK_SB_SIZE bytes) with the crc filled in. Does not validate. */

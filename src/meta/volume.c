@@ -39,6 +39,7 @@ struct rk_volume {
      * closed (I/O to them may be in flight); file flags for new members. */
     struct rk_dev *retired[RK_MAX_MEMBERS][3];
     uint32_t file_flags;
+    bool bad_overflow; /* warned that the engine holds more bad ranges than the table */
 };
 
 struct rk_dev *rk_volume_dev(struct rk_volume *v)
@@ -125,6 +126,75 @@ static int vol_write_sbs(struct rk_volume *v, bool raw)
     return first;
 }
 
+/*
+ * Copy the engine's bad ranges (rk_raid_bad_ranges) into the superblock's bad-range table,
+ * raising the event counter when the table changed. Caller holds v->lock. Returns true when it
+ * changed (the caller writes the superblocks).
+ */
+static bool vol_sync_bad(struct rk_volume *v)
+{
+    struct rk_raid_bad_range br[RK_SB_BAD_MAX];
+    if (!v->raid)
+        return false;
+    int n = rk_raid_bad_ranges(v->raid, br, RK_SB_BAD_MAX);
+    if (n < 0)
+        return false;
+    if (n > (int)RK_SB_BAD_MAX) {
+        if (!v->bad_overflow)
+            rk_err("%d unreadable ranges, the superblock holds %u: the rest are not remembered "
+                   "across a restart",
+                   n, RK_SB_BAD_MAX);
+        v->bad_overflow = true;
+        n = RK_SB_BAD_MAX;
+    }
+    struct rk_sb_bad nb[RK_SB_BAD_MAX];
+    uint32_t k = 0;
+    for (int i = 0; i < n; i++) {
+        /* The engine records chunk-aligned ranges; anything else could not be decoded. */
+        if (br[i].slot >= v->sb.members || br[i].member_off % 512 || br[i].len % 512 || !br[i].len)
+            continue;
+        nb[k++] =
+            (struct rk_sb_bad){.slot = br[i].slot, .offset = br[i].member_off, .len = br[i].len};
+    }
+    bool same = k == v->sb.nbad;
+    for (uint32_t i = 0; same && i < k; i++)
+        same = nb[i].slot == v->sb.bad[i].slot && nb[i].offset == v->sb.bad[i].offset &&
+               nb[i].len == v->sb.bad[i].len;
+    if (same)
+        return false;
+    memset(v->sb.bad, 0, sizeof(v->sb.bad));
+    memcpy(v->sb.bad, nb, k * sizeof(nb[0]));
+    v->sb.nbad = k;
+    v->sb.events++;
+    rk_info("bad-range table: %" PRIu32 " entr%s, event %" PRIu64, k, k == 1 ? "y" : "ies",
+            v->sb.events);
+    return true;
+}
+
+/* Remove slot's entries from the superblock's bad-range table (the slot is replaced). */
+static void vol_drop_bad(struct rk_volume *v, uint32_t slot)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < v->sb.nbad; i++)
+        if (v->sb.bad[i].slot != slot)
+            v->sb.bad[k++] = v->sb.bad[i];
+    for (uint32_t i = k; i < v->sb.nbad; i++)
+        memset(&v->sb.bad[i], 0, sizeof(v->sb.bad[i]));
+    v->sb.nbad = k;
+}
+
+/* Give the engine the bad ranges of the superblock (assembly, before any I/O). */
+static void vol_load_bad(struct rk_volume *v)
+{
+    for (uint32_t i = 0; i < v->sb.nbad; i++) {
+        const struct rk_sb_bad *b = &v->sb.bad[i];
+        int r = rk_raid_add_bad_range(v->raid, b->slot, b->offset, b->len);
+        if (r < 0)
+            rk_err("slot %" PRIu32 ": cannot load unreadable range [%" PRIu64 ", +%" PRIu64 "): %s",
+                   b->slot, b->offset, b->len, strerror(-r));
+    }
+}
+
 /* rk_raid_events.member_failed: persist the failure so a restart never trusts the member. */
 static void vol_member_failed(void *ctx, uint32_t slot, int error)
 {
@@ -138,6 +208,7 @@ static void vol_member_failed(void *ctx, uint32_t slot, int error)
         rk_warn("member %s (slot %" PRIu32 ") failed (%s); marked failed, event %" PRIu64,
                 v->paths[slot] ? v->paths[slot] : "(missing)", slot,
                 strerror(error < 0 ? -error : error), v->sb.events);
+        vol_sync_bad(v); /* a failed slot's unreadable ranges no longer matter */
         if (!v->read_only)
             vol_write_sbs(v, false);
     }
@@ -151,6 +222,8 @@ static void vol_rebuild_checkpoint(void *ctx, uint32_t slot, uint64_t offset)
     pthread_mutex_lock(&v->lock);
     if (slot < v->sb.members && v->sb.slots[slot].state == RK_SLOT_REBUILDING) {
         v->sb.slots[slot].rebuild_offset = offset;
+        /* Ranges found unreadable before offset must survive a restart that resumes there. */
+        vol_sync_bad(v);
         vol_write_sbs(v, false);
     }
     pthread_mutex_unlock(&v->lock);
@@ -161,12 +234,17 @@ static void vol_rebuild_done(void *ctx, uint32_t slot, int result)
 {
     struct rk_volume *v = ctx;
     pthread_mutex_lock(&v->lock);
+    /* The ranges go to disk with (or before) the active state: never a rebuilt member whose
+     * holes a restart would forget. */
+    bool changed = vol_sync_bad(v);
     if (slot < v->sb.members && v->sb.slots[slot].state == RK_SLOT_REBUILDING && result == 0) {
         v->sb.slots[slot].state = RK_SLOT_ACTIVE;
         v->sb.slots[slot].rebuild_offset = 0;
         v->sb.events++;
         rk_info("member %s (slot %" PRIu32 ") rebuilt; active, event %" PRIu64, v->paths[slot],
                 slot, v->sb.events);
+        vol_write_sbs(v, false);
+    } else if (changed && !v->read_only) {
         vol_write_sbs(v, false);
     }
     pthread_mutex_unlock(&v->lock);
@@ -440,11 +518,21 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     if (nmissing)
         rk_warn("array %s started degraded: slot%s %s missing", uuid, nmissing > 1 ? "s" : "",
                 missing);
+    /* Members being rebuilt join first (that drops their bad ranges in the engine), then the
+     * recorded bad ranges load (also those found before a rebuild checkpoint), then the
+     * rebuilds resume: no read or rebuild step runs before the ranges are known. */
+    int added[RK_MAX_MEMBERS];
+    for (uint32_t i = 0; i < v->sb.members; i++) {
+        added[i] = -ENODEV;
+        if (v->sb.slots[i].state == RK_SLOT_REBUILDING && v->top[i])
+            added[i] = rk_raid_add_member(v->raid, i, v->top[i]);
+    }
+    vol_load_bad(v);
     for (uint32_t i = 0; i < v->sb.members; i++) {
         if (v->sb.slots[i].state != RK_SLOT_REBUILDING || !v->top[i])
             continue;
         uint64_t from = v->sb.slots[i].rebuild_offset;
-        int a = rk_raid_add_member(v->raid, i, v->top[i]);
+        int a = added[i];
         if (!a)
             a = rk_raid_rebuild_start(v->raid, i, from, o->rebuild_rate);
         if (a)
@@ -484,6 +572,7 @@ int rk_volume_close(struct rk_volume *v)
         rk_err("array flush failed: %s; leaving it marked dirty", strerror(-r));
     if (!v->read_only) {
         pthread_mutex_lock(&v->lock);
+        vol_sync_bad(v); /* written below, or by the next open's dirty write */
         if (r == 0) {
             /* Clean only after everything acknowledged is durable (the flush above). */
             v->sb.dirty = RK_SB_CLEAN;
@@ -704,6 +793,9 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
         v->sb.slots[slot].state = RK_SLOT_REBUILDING;
         v->sb.slots[slot].rebuild_offset = 0;
         v->sb.events++;
+        /* The new member starts clean: the old one's unreadable ranges are not its own (the
+         * engine drops them too, in rk_raid_add_member). */
+        vol_drop_bad(v, slot);
         /* The new member's own superblock first: without it nothing else may change. */
         struct rk_sb copy = v->sb;
         meta_sb_for_slot(&copy, slot);

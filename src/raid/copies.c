@@ -38,8 +38,14 @@ static int copies_read_other(struct raid_priv *r, uint32_t slot, uint64_t aoff, 
     int ret = -ENODEV;
     for (int i = 0; i < n; i++) {
         uint32_t s = c[i].slot;
-        if (s == slot || !(active & (1u << s)) || raid_bad_hit(r, s, c[i].member_off, len))
+        if (s == slot || !(active & (1u << s)))
             continue;
+        /* A copy recorded unreadable there is a live source that cannot serve: the range is
+         * unreadable (-EIO, recorded on the target too), not a lost source (-ENODEV). */
+        if (raid_bad_hit(r, s, c[i].member_off, len)) {
+            ret = -EIO;
+            continue;
+        }
         ret = rk_dev_read(r->members[s], buf, len, l->g.data_offset + c[i].member_off);
         if (!ret)
             return 0;

@@ -152,6 +152,11 @@ void raid_mgmt_activate(struct raid_priv *r)
         usleep(200);
 }
 
+static uint32_t bad_slot(const struct rk_raid_bad_range *b)
+{
+    return __atomic_load_n(&b->slot, __ATOMIC_ACQUIRE);
+}
+
 bool raid_bad_hit(struct raid_priv *r, uint32_t slot, uint64_t moff, uint64_t len)
 {
     struct raid_mgmt *m = r->mgmt;
@@ -160,7 +165,7 @@ bool raid_bad_hit(struct raid_priv *r, uint32_t slot, uint64_t moff, uint64_t le
     int n = atomic_load_explicit(&m->nbad, memory_order_acquire);
     for (int i = 0; i < n; i++) {
         const struct rk_raid_bad_range *b = &m->bad[i];
-        if (b->slot == slot && b->member_off < moff + len && moff < b->member_off + b->len)
+        if (bad_slot(b) == slot && b->member_off < moff + len && moff < b->member_off + b->len)
             return true;
     }
     return false;
@@ -170,27 +175,60 @@ int raid_bad_add(struct raid_priv *r, uint32_t slot, uint64_t moff, uint64_t len
 {
     struct raid_mgmt *m = r->mgmt;
     int ret = 0;
+    bool merged = false;
     pthread_mutex_lock(&m->lock);
-    int n = atomic_load(&m->nbad);
-    if (n > 0 && m->bad[n - 1].slot == slot &&
-        m->bad[n - 1].member_off + m->bad[n - 1].len == moff) {
+    int n = atomic_load(&m->nbad), last = m->bad_last;
+    /* Already covered (a rebuild restarted over a range loaded from the superblock). */
+    for (int i = 0; i < n; i++) {
+        const struct rk_raid_bad_range *b = &m->bad[i];
+        if (b->slot == slot && b->member_off <= moff && moff + len <= b->member_off + b->len) {
+            pthread_mutex_unlock(&m->lock);
+            return 0;
+        }
+    }
+    int free_at = -1;
+    for (int i = 0; i < n && free_at < 0; i++)
+        if (m->bad[i].slot == RAID_BAD_DEAD)
+            free_at = i;
+    if (n > 0 && m->bad[last].slot == slot && m->bad[last].member_off + m->bad[last].len == moff) {
         /* Extending the last entry is safe for lock-free readers: a reader seeing the old
          * length only misses the new part, which the caller has not made readable yet. */
-        m->bad[n - 1].len += len;
-    } else if (n < RAID_BAD_MAX) {
-        m->bad[n].slot = slot;
-        m->bad[n].member_off = moff;
-        m->bad[n].len = len;
-        atomic_store_explicit(&m->nbad, n + 1, memory_order_release);
+        m->bad[last].len += len;
+        merged = true;
+    } else if (free_at >= 0 || n < RAID_BAD_MAX) {
+        int i = free_at >= 0 ? free_at : n;
+        m->bad[i].member_off = moff;
+        m->bad[i].len = len;
+        __atomic_store_n(&m->bad[i].slot, slot, __ATOMIC_RELEASE);
+        m->bad_last = i;
+        if (i == n)
+            atomic_store_explicit(&m->nbad, n + 1, memory_order_release);
     } else {
         ret = -ENOSPC;
     }
     pthread_mutex_unlock(&m->lock);
     if (!ret)
-        rk_warn("raid: slot %u: data-area bytes [%llu, %llu) cannot be reconstructed; recorded "
-                "as unreadable",
-                slot, (unsigned long long)moff, (unsigned long long)(moff + len));
+        rk_warn("raid: slot %u: data-area bytes [%llu, %llu) %s unreadable", slot,
+                (unsigned long long)moff, (unsigned long long)(moff + len),
+                merged ? "also" : "recorded as");
     return ret;
+}
+
+void raid_bad_drop(struct raid_priv *r, uint32_t slot)
+{
+    struct raid_mgmt *m = r->mgmt;
+    int dropped = 0;
+    pthread_mutex_lock(&m->lock);
+    int n = atomic_load(&m->nbad);
+    for (int i = 0; i < n; i++)
+        if (m->bad[i].slot == slot) {
+            __atomic_store_n(&m->bad[i].slot, RAID_BAD_DEAD, __ATOMIC_RELEASE);
+            dropped++;
+        }
+    pthread_mutex_unlock(&m->lock);
+    if (dropped)
+        rk_info("raid: slot %u: %d unreadable range%s dropped (the slot is being replaced)", slot,
+                dropped, dropped > 1 ? "s" : "");
 }
 
 uint64_t raid_job_end(const struct raid_priv *r)

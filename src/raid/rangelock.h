@@ -20,7 +20,8 @@ struct raid_range {
     struct raid_range *prev, *next;
 };
 
-#define RAID_BAD_MAX 256
+#define RAID_BAD_MAX  256
+#define RAID_BAD_DEAD UINT32_MAX /* slot of a dropped entry */
 
 struct raid_mgmt {
     pthread_mutex_t lock; /* range list, job fields, bad list appends */
@@ -30,9 +31,13 @@ struct raid_mgmt {
      * unlocked; a job starts only after they drained (raid_mgmt_activate). */
     _Atomic int active;
     _Atomic int64_t unlocked;
-    /* Bad ranges are appended (entry first, then count with release) and never removed while
-     * the device is open, so readers scan [0, nbad) without the lock. */
+    /* Bad ranges: readers scan [0, nbad) without the lock. An entry is published by storing
+     * its slot last (release; readers load it with acquire), and dropped (slot replaced) by
+     * storing RAID_BAD_DEAD as its slot. Dead entries are reused under the lock (a reader that
+     * raced the reuse may pair the old slot, which is being replaced and serves no reads,
+     * with the new range); nbad only grows. bad_last: index of the newest entry. */
     _Atomic int nbad;
+    int bad_last;
     struct rk_raid_bad_range bad[RAID_BAD_MAX];
     /* The background job. */
     struct rk_dev *dev; /* the raid device (for rk_raid_fail_slot) */
@@ -64,6 +69,8 @@ void raid_mgmt_activate(struct raid_priv *r);
 bool raid_bad_hit(struct raid_priv *r, uint32_t slot, uint64_t moff, uint64_t len);
 /* Record a bad range (logged; the list is bounded: beyond it the slot is failed instead). */
 int raid_bad_add(struct raid_priv *r, uint32_t slot, uint64_t moff, uint64_t len);
+/* Drop every bad range of slot (it is being replaced: its new contents start clean). */
+void raid_bad_drop(struct raid_priv *r, uint32_t slot);
 
 /* Member data-area bytes a job walks: the part of the data areas the layout uses. */
 uint64_t raid_job_end(const struct raid_priv *r);

@@ -268,6 +268,10 @@ int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member
     }
     pthread_mutex_unlock(&r->fail_lock);
     pthread_mutex_unlock(&m->lock);
+    /* The slot's new contents come from its rebuild: ranges the last one could not
+     * reconstruct say nothing about them (the slot serves no reads until then). */
+    if (!ret)
+        raid_bad_drop(r, slot);
     return ret;
 }
 
@@ -377,10 +381,29 @@ int rk_raid_bad_ranges(struct rk_dev *raid, struct rk_raid_bad_range *out, int m
     struct raid_priv *r = job_priv(raid);
     if (!r)
         return -EINVAL;
-    pthread_mutex_lock(&r->mgmt->lock);
-    int n = atomic_load(&r->mgmt->nbad);
-    for (int i = 0; i < n && i < max; i++)
-        out[i] = r->mgmt->bad[i];
-    pthread_mutex_unlock(&r->mgmt->lock);
-    return n;
+    struct raid_mgmt *m = r->mgmt;
+    int total = 0;
+    pthread_mutex_lock(&m->lock);
+    int n = atomic_load(&m->nbad);
+    for (int i = 0; i < n; i++) {
+        const struct rk_raid_bad_range *b = &m->bad[i];
+        /* Dropped entries and those of a failed slot (never read again; a replace drops them)
+         * are not reported, so they do not reach the superblock. */
+        if (b->slot == RAID_BAD_DEAD || atomic_load(&r->state[b->slot]) == RK_SLOT_FAILED)
+            continue;
+        if (total < max)
+            out[total] = *b;
+        total++;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return total;
+}
+
+int rk_raid_add_bad_range(struct rk_dev *raid, uint32_t slot, uint64_t member_off, uint64_t len)
+{
+    struct raid_priv *r = job_priv(raid);
+    if (!r || slot >= r->l.g.members || !len || member_off > r->l.g.data_size[slot] ||
+        len > r->l.g.data_size[slot] - member_off)
+        return -EINVAL;
+    return raid_bad_add(r, slot, member_off, len);
 }

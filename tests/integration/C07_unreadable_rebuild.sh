@@ -2,7 +2,8 @@
 # C07 unreadable sector during rebuild: RAID1 of 16 MiB; fail m1, replace it with m2 while m0
 # returns EIO on sectors 30000-30007: the rebuild finishes, the range is recorded, reads of it
 # return EIO (never zeros), no endless retry. Variant: m0 disappears halfway: the array goes
-# offline cleanly (EIO), the half-built member never serves, no crash.
+# offline cleanly (EIO), the half-built member never serves, no crash. The recorded range is
+# durable: after a restart it is read from m0 when m0 is back, and gives EIO when only m2 is left.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 rk_init
@@ -48,6 +49,41 @@ expect_eio $BAD 4096
 expect_eio $((BAD + 1024)) 512
 rk_verify 0 $BAD 1 $((BAD + 4096)) $((SIZE - BAD - 4096)) 1
 grep -c "rebuild of slot 1" "$RK_LOG" | grep -qv '^[0-9]\{3,\}' || rk_fail "rebuild log loops"
+rk_stop
+
+rk_log "=== the recorded range survives a restart (superblock bad-range table)"
+M0=${M[0]} M2=${M[2]}
+rk_info_json "$M0" "$M2" >"$T/info.json"
+read -r BOFF BLEN < <("$RK_PY" - "$T/info.json" <<'PY') || rk_fail "info shows no bad range: $(cat "$T/info.json")"
+import json, sys
+b = [x for x in json.load(open(sys.argv[1]))["array"]["bad_ranges"] if x["slot"] == 1]
+sys.exit(1) if len(b) != 1 else print(b[0]["offset"], b[0]["len"])
+PY
+[ "$BOFF" -le $BAD ] && [ $((BOFF + BLEN)) -ge $((BAD + 4096)) ] ||
+    rk_fail "bad range [$BOFF +$BLEN) does not cover the unreadable sectors"
+"$RAIDKIT" info "$M2" | grep -q "slot 1  \[$BOFF, " || rk_fail "info text does not show the range"
+# (a) m0 readable again: the range comes from m0 (correct data), never from m2's hole.
+rk_serve --control "$CTL" "$M0" "$M2"
+mg_status
+[ "$(mg_q "[(b['slot'], b['offset'], b['len']) for b in s['bad_ranges']] == [(1, $BOFF, $BLEN)]")" = True ] ||
+    rk_fail "restart did not load the bad range: $(mg_q "s['bad_ranges']")"
+for i in 1 2 3 4; do rk_verify $BOFF $BLEN 1; done
+rk_verify 0 $SIZE 1
+rk_stop
+# (b) m0 fails every I/O: only m2 is left, and it has no data there -> EIO, never zeros.
+rk_serve --control "$CTL" --debug-fault "0:fail-all" "$M0" "$M2"
+expect_eio $BAD 4096
+expect_eio $BOFF $BLEN
+rk_verify 0 $BOFF 1 $((BOFF + BLEN)) $((SIZE - BOFF - BLEN)) 1
+mg_status
+[ "$(mg_slot_state 0)" = failed ] || rk_fail "slot 0 not failed: $(cat "$T/st.json")"
+[ "$(mg_q "len(s['bad_ranges'])")" = 1 ] || rk_fail "bad ranges after the failure: $(mg_q "s['bad_ranges']")"
+rk_stop
+# (c) m0 left out (--degraded): the range is still known from m2's own superblock.
+rk_serve --degraded "$M2"
+expect_eio $((BAD + 1024)) 512
+expect_eio $BOFF 4096
+rk_verify 0 $BOFF 1 $((BOFF + BLEN)) $((SIZE - BOFF - BLEN)) 1
 rk_stop
 
 rk_log "=== variant: the only source disappears halfway"

@@ -69,6 +69,50 @@ static void test_roundtrip(void **state)
     assert_int_equal(rk_get_le64(buf + 104), 0x123456789abcULL);
 }
 
+/* The bad-range table at 1792 round-trips, sits at its documented offsets, and a count of 0
+ * leaves the block byte-identical to one written before the table existed. */
+static void test_bad_ranges(void **state)
+{
+    struct rk_sb a, b;
+    uint8_t buf[RK_SB_SIZE], buf2[RK_SB_SIZE];
+    char err[256] = "";
+    golden_sb_v1(&a);
+    a.nbad = 3;
+    a.bad[0] = (struct rk_sb_bad){.slot = 2, .offset = (1u << 20) + 512, .len = 4096};
+    a.bad[1] = (struct rk_sb_bad){.slot = 3, .offset = (8u << 20) - 65536, .len = 65536};
+    a.bad[2] = (struct rk_sb_bad){.slot = 0, .offset = 0, .len = 512};
+    rk_sb_encode(&a, buf);
+    assert_int_equal(rk_sb_decode(buf, &b, err, sizeof(err)), 0);
+    assert_int_equal(b.nbad, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(b.bad[i].slot, a.bad[i].slot);
+        assert_int_equal(b.bad[i].offset, a.bad[i].offset);
+        assert_int_equal(b.bad[i].len, a.bad[i].len);
+    }
+    rk_sb_encode(&b, buf2);
+    assert_memory_equal(buf, buf2, RK_SB_SIZE);
+    assert_int_equal(rk_get_le32(buf + 1792), 3);
+    assert_int_equal(rk_get_le32(buf + 1796), 0);
+    assert_int_equal(rk_get_le32(buf + 1800 + 24), 3);
+    assert_int_equal(rk_get_le64(buf + 1800 + 24 + 8), (8u << 20) - 65536);
+    assert_int_equal(rk_get_le64(buf + 1800 + 24 + 16), 65536);
+    for (size_t off = 1800 + 3 * 24; off < RK_SB_SIZE; off++)
+        assert_int_equal(buf[off], 0);
+    /* A full table decodes; stale entries past a lowered count are not encoded. */
+    a.nbad = RK_SB_BAD_MAX;
+    for (uint32_t i = 0; i < RK_SB_BAD_MAX; i++)
+        a.bad[i] = (struct rk_sb_bad){.slot = i % 4, .offset = i * 4096ull, .len = 4096};
+    rk_sb_encode(&a, buf);
+    assert_int_equal(rk_sb_decode(buf, &b, err, sizeof(err)), 0);
+    assert_int_equal(b.nbad, RK_SB_BAD_MAX);
+    assert_int_equal(b.bad[63].offset, 63 * 4096);
+    a.nbad = 0;
+    rk_sb_encode(&a, buf);
+    golden_sb_v1(&b);
+    rk_sb_encode(&b, buf2);
+    assert_memory_equal(buf, buf2, RK_SB_SIZE);
+}
+
 static void test_golden(void **state)
 {
     uint8_t img[RK_SB_SIZE], re[RK_SB_SIZE];
@@ -154,6 +198,13 @@ MUT(slot_uuid, memset(sb->slots[0].uuid, 0, RK_UUID_LEN))
 MUT(data_size, sb->data_size = 8u << 20)
 MUT(member_uuid_mismatch, sb->member_uuid[0] ^= 1)
 MUT(array_size, sb->array_size += 65536)
+MUT(bad_count, sb->nbad = RK_SB_BAD_MAX + 1)
+MUT(bad_slot, sb->nbad = 1; sb->bad[0].slot = 4; sb->bad[0].len = 4096)
+MUT(bad_align, sb->nbad = 2; sb->bad[0].slot = 0; sb->bad[0].len = 4096; sb->bad[1].slot = 1;
+    sb->bad[1].offset = 1000; sb->bad[1].len = 4096)
+MUT(bad_empty, sb->nbad = 1; sb->bad[0].slot = 0)
+MUT(bad_beyond, sb->nbad = 1; sb->bad[0].slot = 1; sb->bad[0].offset = (4u << 20) - 4096;
+    sb->bad[0].len = 8192)
 
 static const struct field_case field_cases[] = {
     {"level", mut_level, -EINVAL, "unknown RAID level 7"},
@@ -184,6 +235,13 @@ static const struct field_case field_cases[] = {
     {"member uuid vs slot", mut_member_uuid_mismatch, -EINVAL,
      "member UUID differs from the one recorded for slot 1"},
     {"array size", mut_array_size, -EINVAL, "array size 12648448 does not match the geometry"},
+    {"bad-range count", mut_bad_count, -EINVAL, "bad-range count 65 exceeds the table's 64"},
+    {"bad-range slot", mut_bad_slot, -EINVAL, "bad range 0 names slot 4 (the array has 4"},
+    {"bad-range alignment", mut_bad_align, -EINVAL,
+     "bad range 1 [1000, +4096) is empty or not 512-byte aligned"},
+    {"bad-range empty", mut_bad_empty, -EINVAL, "bad range 0 [0, +0) is empty"},
+    {"bad-range beyond slot", mut_bad_beyond, -EINVAL,
+     "bad range 0 [4190208, +8192) ends beyond slot 1's data size 4194304"},
 };
 
 static void test_fields(void **state)
@@ -264,9 +322,8 @@ int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_roundtrip),
-        cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_fields),
+        cmocka_unit_test(test_roundtrip),  cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_bad_ranges), cmocka_unit_test(test_fields),
         cmocka_unit_test(test_raw),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
