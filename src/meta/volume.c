@@ -207,7 +207,7 @@ static void vol_member_failed(void *ctx, uint32_t slot, int error)
         v->sb.events++;
         rk_warn("member %s (slot %" PRIu32 ") failed (%s); marked failed, event %" PRIu64,
                 v->paths[slot] ? v->paths[slot] : "(missing)", slot,
-                strerror(error < 0 ? -error : error), v->sb.events);
+                error ? strerror(error < 0 ? -error : error) : "on request", v->sb.events);
         vol_sync_bad(v); /* a failed slot's unreadable ranges no longer matter */
         if (!v->read_only)
             vol_write_sbs(v, false);
@@ -633,7 +633,7 @@ char *rk_volume_status_json(struct rk_volume *v)
         if (v->sb.slots[i].state == RK_SLOT_REBUILDING)
             cJSON_AddNumberToObject(o, "rebuild_offset", (double)v->sb.slots[i].rebuild_offset);
         if (v->file[i])
-            cJSON_AddStringToObject(o, "io", v->file[i]->direct ? "direct" : "buffered");
+            cJSON_AddStringToObject(o, "io_mode", v->file[i]->direct ? "direct" : "buffered");
         cJSON_AddItemToArray(arr, o);
     }
     pthread_mutex_unlock(&v->lock);

@@ -136,7 +136,7 @@ static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, 
         uint32_t s = c[i].slot;
         int w = rk_dev_write(r->members[s], ref, len, l->g.data_offset + c[i].member_off, 0);
         if (w)
-            rk_raid_fail_slot(r->mgmt->dev, s);
+            raid_fail(r, s, w);
     }
     return 0;
 }

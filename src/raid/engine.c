@@ -71,7 +71,8 @@ static uint32_t raid_write_mask(struct raid_priv *r)
 }
 
 /* Move slot to FAILED; the thread that makes the transition runs the callback (so it runs
- * once per slot). Caller holds no engine lock. */
+ * once per slot). error 0 means an administrator asked (rk_raid_fail_slot). Caller holds no
+ * engine lock. */
 void raid_fail(struct raid_priv *r, uint32_t slot, int error)
 {
     int s = atomic_load(&r->state[slot]);
@@ -79,7 +80,10 @@ void raid_fail(struct raid_priv *r, uint32_t slot, int error)
         if (s == RK_SLOT_FAILED || s == RK_SLOT_MISSING)
             return;
     } while (!atomic_compare_exchange_weak(&r->state[slot], &s, RK_SLOT_FAILED));
-    rk_warn("raid: slot %u (%s) failed: %s", slot, r->members[slot]->name, strerror(-error));
+    if (error)
+        rk_warn("raid: slot %u (%s) failed: %s", slot, r->members[slot]->name, strerror(-error));
+    else
+        rk_warn("raid: slot %u (%s) marked failed on request", slot, r->members[slot]->name);
     if (r->ev.member_failed)
         r->ev.member_failed(r->ev.ctx, slot, error);
 }
@@ -524,7 +528,7 @@ int rk_raid_fail_slot(struct rk_dev *raid, uint32_t slot)
     if (refuse)
         return -EBUSY;
     if (do_fail)
-        raid_fail(r, slot, -EIO);
+        raid_fail(r, slot, 0);
     return 0;
 }
 

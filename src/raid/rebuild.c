@@ -211,7 +211,7 @@ static void *rebuild_thread(void *arg)
         }
         if (rc) {
             rk_err("rebuild of slot %u: writing the new member failed: %s", slot, strerror(-rc));
-            rk_raid_fail_slot(m->dev, slot);
+            raid_fail(r, slot, rc);
             err = rc;
             break;
         }

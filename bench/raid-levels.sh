@@ -1,0 +1,291 @@
+#!/usr/bin/env bash
+# RAID5/6 write cost benchmark (DESIGN §9 target 3): raid0, raid5, raid6 and raid10 built in turn on
+# the same 4 and 6 member files on tmpfs, served by `raidkit serve`, measured with fio (nbd engine).
+#
+# Usage: bench/raid-levels.sh RAIDKIT_BINARY
+# Environment (defaults in brackets):
+#   ROUNDS [2]  RUNTIME [4] s per run  MEMBER_SIZE [512M]  CHUNK [64K]  MEMBERS [4,6]
+#   SHM_DIR [/dev/shm]  OUT_DIR [<repo>/bench/out/raid-levels-TIME]
+#   WAIT_QUIET [0] s to wait for a 1-minute load average below QUIET_LOAD [1.5] before measuring
+#   PARITY_PERF [<dir of RAIDKIT>/parity_perf] run it at the end too ("" to skip)
+# Workloads: seqwrite1m (1M sequential write, qd 8), seqwritefs (sequential write with bs = the
+# least common multiple of the raid0, raid5 and raid6 stripe widths, so every request of every
+# level covers whole stripes; qd 8), randwrite4k (4K random write, qd 32). Levels alternate
+# within a round (and rotate who goes first every round); each level is created afresh on the same
+# member files (`create --force`) and served on its own. Per-member I/O counters from
+# `raidkit status --json` give the member reads/writes per host request. No ramp time: the
+# counters cover the whole fio run, so fio's numbers must too.
+set -uo pipefail
+
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 RAIDKIT_BINARY" >&2
+    exit 2
+fi
+RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+ROUNDS=${ROUNDS:-2}
+RUNTIME=${RUNTIME:-4}
+MEMBER_SIZE=${MEMBER_SIZE:-512M}
+CHUNK=${CHUNK:-64K}
+MEMBERS=${MEMBERS:-4,6}
+SHM_DIR=${SHM_DIR:-/dev/shm}
+WAIT_QUIET=${WAIT_QUIET:-0}
+QUIET_LOAD=${QUIET_LOAD:-1.5}
+PARITY_PERF=${PARITY_PERF-$(dirname "$RK")/parity_perf}
+OUT_DIR=${OUT_DIR:-$REPO/bench/out/raid-levels-$(date +%Y%m%d-%H%M%S)}
+PY=/usr/bin/python3
+
+for t in fio nbdinfo "$PY"; do
+    if ! command -v "$t" >/dev/null 2>&1; then
+        echo "bench: $t is missing (scripts/install-deps.sh)" >&2
+        exit 1
+    fi
+done
+
+WORK=$(mktemp -d "$SHM_DIR/raid-levels.XXXXXX") || exit 1
+mkdir -p "$OUT_DIR" || exit 1
+RK_PID=""
+
+# shellcheck disable=SC2317  # runs from the EXIT trap
+cleanup() {
+    if [ -n "$RK_PID" ]; then
+        kill -TERM "$RK_PID" 2>/dev/null
+        wait "$RK_PID" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+
+# wait_socket PID SOCK LOG: until the server listens (or dies).
+wait_socket() {
+    local _
+    for _ in $(seq 1 150); do
+        [ -S "$2" ] && return 0
+        kill -0 "$1" 2>/dev/null || { log "server exited early:"; tail -n 20 "$3" >&2; return 1; }
+        sleep 0.1
+    done
+    log "server did not listen within 15 s"
+    return 1
+}
+
+# wait_quiet: up to WAIT_QUIET s (polling every 20 s) for the 1-minute load to drop below QUIET_LOAD
+wait_quiet() {
+    local waited=0 l
+    while [ "$waited" -lt "$WAIT_QUIET" ]; do
+        l=$(cut -d' ' -f1 /proc/loadavg)
+        awk -v l="$l" -v q="$QUIET_LOAD" 'BEGIN { exit !(l < q) }' && return 0
+        log "load average $l >= $QUIET_LOAD, waiting (${waited}s of ${WAIT_QUIET}s)"
+        sleep 20
+        waited=$((waited + 20))
+    done
+    [ "$WAIT_QUIET" -gt 0 ] && log "machine never got quiet; measuring anyway (load recorded)"
+    return 0
+}
+
+# counters CONTROL: "reads writes read_bytes write_bytes" summed over the members
+counters() {
+    "$RK" status --json --control "$1" | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin)
+t = [0, 0, 0, 0]
+for s in d["slots"]:
+    io = s.get("io")
+    if isinstance(io, dict):
+        for i, k in enumerate(("reads", "writes", "read_bytes", "write_bytes")):
+            t[i] += io.get(k, 0)
+print(*t)'
+}
+
+# ---------------------------------------------------------------- plan
+
+CH_K=$(($("$PY" -c "
+import sys
+s = sys.argv[1].upper().rstrip('B').rstrip('I')
+m = {'K': 1, 'M': 1024}
+print(int(s[:-1]) * m[s[-1]] if s[-1] in m else int(s) // 1024)" "$CHUNK")))
+IFS=, read -r -a NS <<<"$MEMBERS"
+declare -A FS_BS
+for n in "${NS[@]}"; do
+    # lcm of the data members per stripe of raid0 (n), raid5 (n-1) and raid6 (n-2), in chunks
+    FS_BS[$n]=$(("$("$PY" -c "import math; print(math.lcm($n, $n - 1, $n - 2))")" * CH_K))K
+done
+LEVELS=(raid0 raid5 raid6 raid10)
+level_wls() {
+    case $1 in
+    raid0) echo "seqwrite1m seqwritefs" ;;
+    raid5 | raid6) echo "seqwrite1m seqwritefs randwrite4k" ;;
+    raid10) echo "randwrite4k" ;;
+    esac
+}
+wl_opts() { # WORKLOAD N
+    case $1 in
+    seqwrite1m) echo "--rw=write --bs=1M --iodepth=8" ;;
+    seqwritefs) echo "--rw=write --bs=${FS_BS[$2]} --iodepth=8" ;;
+    randwrite4k) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --randrepeat=0" ;;
+    esac
+}
+
+total=0
+for n in "${NS[@]}"; do
+    for l in "${LEVELS[@]}"; do
+        for _ in $(level_wls "$l"); do total=$((total + 1)); done
+    done
+done
+total=$((total * ROUNDS))
+
+log "members: ${NS[*]} x $MEMBER_SIZE on $SHM_DIR (zero-filled so no run pays for page allocation)"
+MAXN=0
+for n in "${NS[@]}"; do [ "$n" -gt "$MAXN" ] && MAXN=$n; done
+for i in $(seq 0 $((MAXN - 1))); do
+    truncate -s "$MEMBER_SIZE" "$WORK/m$i" || exit 1
+    dd if=/dev/zero of="$WORK/m$i" bs=1M count=$(($(stat -c %s "$WORK/m$i") / 1048576)) \
+        conv=notrunc status=none || exit 1
+done
+
+wait_quiet
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+RAW=$OUT_DIR/raw.tsv
+printf 'n\tlevel\tworkload\tround\tbs\tiops\tmibs\thost_ios\tm_reads\tm_writes\tm_rbytes\tm_wbytes\n' \
+    >"$RAW"
+log "$ROUNDS rounds, $total fio runs of ${RUNTIME}s: ~$((total * (RUNTIME + 1) / 60 + 1)) min;" \
+    "chunk $CHUNK; full-stripe bs: $(for n in "${NS[@]}"; do printf '%s members %s  ' "$n" \
+        "${FS_BS[$n]}"; done)"
+
+k=0
+for r in $(seq 1 "$ROUNDS"); do
+    for n in "${NS[@]}"; do
+        members=()
+        for i in $(seq 0 $((n - 1))); do members+=("$WORK/m$i"); done
+        rot=$(((r - 1) % ${#LEVELS[@]}))
+        order=("${LEVELS[@]:$rot}" "${LEVELS[@]:0:$rot}")
+        for l in "${order[@]}"; do
+            "$RK" create --force --level "$l" --chunk "$CHUNK" "${members[@]}" \
+                >"$OUT_DIR/create-$n-$l.txt" 2>&1 || {
+                log "create failed ($n members $l):"
+                cat "$OUT_DIR/create-$n-$l.txt" >&2
+                exit 1
+            }
+            sock=$WORK/nbd.sock ctl=$WORK/ctl.sock
+            rm -f "$sock" "$ctl"
+            slog=$OUT_DIR/serve-$n-$l-r$r.log
+            "$RK" serve --listen "unix:$sock" --control "$ctl" "${members[@]}" 2>"$slog" &
+            RK_PID=$!
+            wait_socket "$RK_PID" "$sock" "$slog" || exit 1
+            uri="nbd+unix:///?socket=$sock"
+            vsize=$(nbdinfo --size "$uri") || exit 1
+            for w in $(level_wls "$l"); do
+                k=$((k + 1))
+                json=$OUT_DIR/$n-$l-$w-r$r.json
+                # whole requests only: a size that is a multiple of the block size
+                bs_b=$("$PY" -c "
+s = '$(wl_opts "$w" "$n")'.split('--bs=')[1].split()[0]
+print(int(s[:-1]) * {'k': 1024, 'K': 1024, 'M': 1048576}[s[-1]])")
+                fsize=$((vsize / bs_b * bs_b))
+                before=$(counters "$ctl") || { log "status failed"; exit 1; }
+                # shellcheck disable=SC2046
+                fio --name="$w" --ioengine=nbd --uri="$uri" $(wl_opts "$w" "$n") \
+                    --size="$fsize" --time_based --runtime="$RUNTIME" --randseed=42 \
+                    --output-format=json --output="$json" >"$json.err" 2>&1 || {
+                    log "fio failed ($n members $l $w round $r):"
+                    cat "$json.err" >&2
+                    tail -n 20 "$slog" >&2
+                    exit 1
+                }
+                after=$(counters "$ctl") || { log "status failed"; exit 1; }
+                line=$("$PY" - "$json" "$before" "$after" <<'EOF'
+import json, sys
+text = open(sys.argv[1]).read()  # fio may put warning lines before the JSON
+t = json.loads(text[text.index("{"):])["jobs"][0]["write"]
+b = [int(x) for x in sys.argv[2].split()]
+a = [int(x) for x in sys.argv[3].split()]
+d = [y - x for x, y in zip(b, a)]
+print("%.1f\t%.1f\t%d\t%d\t%d\t%d\t%d" % (t["iops"], t["bw"] / 1024.0, t["total_ios"], *d))
+EOF
+) || exit 1
+                printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$l" "$w" "$r" "$bs_b" "$line" >>"$RAW"
+                log "($k/$total) round $r, $n members, $l $w: $(cut -f1 <<<"$line") IOPS" \
+                    "$(cut -f2 <<<"$line") MiB/s"
+            done
+            kill -TERM "$RK_PID"
+            wait "$RK_PID"
+            rc=$?
+            RK_PID=""
+            if [ "$rc" -ne 0 ]; then
+                log "raidkit serve exited $rc ($n members $l round $r):"
+                tail -n 20 "$slog" >&2
+                exit 1
+            fi
+        done
+    done
+done
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# ---------------------------------------------------------------- report
+
+{
+    cpu=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+    echo "raid0/5/6/10 on the same ${MEMBER_SIZE} member files on $SHM_DIR, chunk $CHUNK," \
+        "fio nbd engine, one job"
+    echo "date $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($cpu), kernel $(uname -r)"
+    echo "$("$RK" --version 2>/dev/null), $(fio --version)"
+    echo "load average at start $LOAD_START, at end $LOAD_END"
+    echo "$ROUNDS rounds x ${RUNTIME}s per level and workload, levels alternating;" \
+        "mean (min..max) of rounds"
+    echo
+    "$PY" - "$RAW" <<'EOF'
+import sys, collections
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])][1:]
+data = collections.OrderedDict()
+for n, lv, w, r, bs, iops, mibs, hios, mr, mw, mrb, mwb in rows:
+    data.setdefault(int(n), {}).setdefault(w, {}).setdefault(lv, []).append(
+        (float(iops), float(mibs), int(hios), int(mr), int(mw), int(mrb), int(mwb), int(bs)))
+def mean(v): return sum(v) / len(v)
+for n, by_w in data.items():
+    print("== %d members" % n)
+    print("%-12s %-7s %9s %10s %16s %11s %11s %9s" % (
+        "workload", "level", "IOPS", "MiB/s", "MiB/s range", "rd/host io", "wr/host io",
+        "wr bytes x"))
+    for w, by_l in by_w.items():
+        for lv, v in by_l.items():
+            hios = sum(x[2] for x in v)
+            hbytes = sum(x[2] * x[7] for x in v)
+            mr, mw = sum(x[3] for x in v), sum(x[4] for x in v)
+            mwb = sum(x[6] for x in v)
+            print("%-12s %-7s %9.0f %10.1f %7.1f..%-7.1f %11.2f %11.2f %9.3f" % (
+                w, lv, mean([x[0] for x in v]), mean([x[1] for x in v]),
+                min(x[1] for x in v), max(x[1] for x in v), mr / hios if hios else 0,
+                mw / hios if hios else 0, mwb / hbytes if hbytes else 0))
+    print()
+    for w in ("seqwrite1m", "seqwritefs"):
+        if w not in by_w or "raid0" not in by_w[w]:
+            continue
+        r0 = mean([x[1] for x in by_w[w]["raid0"]])
+        for lv, p in (("raid5", 1), ("raid6", 2)):
+            if lv not in by_w[w]:
+                continue
+            ratio = mean([x[1] for x in by_w[w][lv]]) / r0
+            target = 0.9 * (n - p) / n
+            print("%-12s %s/raid0 = %.3f  target 0.9 x (N-%d)/N = %.3f  %s" % (
+                w, lv, ratio, p, target, "MET" if ratio >= target else "NOT MET"))
+    w = "randwrite4k"
+    if w in by_w and "raid10" in by_w[w]:
+        r10 = mean([x[0] for x in by_w[w]["raid10"]])
+        for lv in ("raid5", "raid6"):
+            if lv in by_w[w]:
+                print("%-12s %s/raid10 IOPS = %.3f" % (w, lv, mean([x[0] for x in by_w[w][lv]]) / r10))
+    print()
+print("rd/host io, wr/host io: member reads / writes per fio request; wr bytes x: member bytes")
+print("written / host bytes (status --json counters over the whole run). Theory for 4K random")
+print("writes: raid5 2+2, raid6 3+3, raid10 0+2; full-stripe writes read nothing and write")
+print("N/(N-1) (raid5) or N/(N-2) (raid6) times the data.")
+EOF
+} | tee "$OUT_DIR/results.txt"
+
+if [ -n "$PARITY_PERF" ] && [ -x "$PARITY_PERF" ]; then
+    log "parity kernels: $PARITY_PERF"
+    { echo; echo "parity kernels ($PARITY_PERF):"; "$PARITY_PERF"; } | tee -a "$OUT_DIR/results.txt"
+fi
+log "raw trials: $RAW, fio JSON and server logs: $OUT_DIR"
