@@ -35,5 +35,6 @@ echo "demo-bench: $((T1 - T0)) s; reports in $OUT:"
 echo "  HTML report: $OUT/report.html"
 echo "  text $OUT/report.txt, JSON $OUT/report.json, CSV $OUT/report.csv, SVG $OUT/*.svg"
 echo "  RAID rows on the model are predictions from a single-disk calibration (docs/BENCHMARKS.md);"
-echo "  rows marked '*' are host-bound (within 10% of the noop ceiling: this machine's limit)."
+echo "  rows marked '*' are host-bound (below 90% of what the modelled members allow, model_mbs in"
+echo "  the JSON, or within 10% of the noop ceiling: this machine's limit, not the model)."
 exit $rc

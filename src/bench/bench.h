@@ -65,8 +65,13 @@ struct bench_cell {
     double read_mbs[BENCH_MAX_TRIALS];  /* read part */
     double write_mbs[BENCH_MAX_TRIALS]; /* write part */
     double mean, sd, se, rsd;
+    /* MB/s the device model allows for the member I/O the trials caused (mean over trials;
+     * 0 = no model or not known): the prediction the row is checked against. */
+    double model_sum;
+    int model_n;
+    double model_mbs;
     bool done;       /* measured (all trials) or partially measured */
-    bool host_bound; /* within 10% of the noop ceiling */
+    bool host_bound; /* below 90% of model_mbs, or within 10% of the noop ceiling */
     char note[160];
 };
 

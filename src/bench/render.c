@@ -13,7 +13,8 @@
 #include "core/util.h"
 
 #define RENDER_HOST_BOUND_NOTE                                                                     \
-    "host-bound: within 10% of the noop ceiling (harness limit, not the model)"
+    "host-bound: below 90% of what the modelled members allow, or within 10% of the noop "         \
+    "ceiling (harness limit, not the model)"
 
 /* A row of a job's table: a configuration that was measured for that job. */
 static bool render_has_row(const struct bench_report *r, int c, int job)
@@ -233,6 +234,8 @@ char *bench_render_json(const struct bench_report *r)
                                   render_num_array(cell->read_mbs, cell->ntrials));
             cJSON_AddItemToObject(x, "write_trials",
                                   render_num_array(cell->write_mbs, cell->ntrials));
+            if (cell->model_mbs > 0)
+                cJSON_AddNumberToObject(x, "model_mbs", round(cell->model_mbs * 1000.0) / 1000.0);
             cJSON_AddBoolToObject(x, "host_bound", cell->host_bound);
             cJSON_AddStringToObject(x, "note",
                                     cell->host_bound && !cell->note[0] ? RENDER_HOST_BOUND_NOTE
