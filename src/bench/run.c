@@ -623,7 +623,7 @@ static int run_setup_btrfs(struct run_ctx *x, struct bench_config *bc, struct ru
             return -EIO;
         }
         run_chomp(out);
-        snprintf(t->loops[i], sizeof(t->loops[i]), "%s", out);
+        snprintf(t->loops[i], sizeof(t->loops[i]), "%.*s", (int)sizeof(t->loops[i]) - 1, out);
         t->nloops = i + 1;
     }
     char *mk[8 + RK_MAX_MEMBERS] = {"mkfs.btrfs",    "-f", "-d",
@@ -839,7 +839,7 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct run_target *t
             if (r == -EINTR || run_interrupted)
                 break;
             if (r < 0) {
-                snprintf(cell->note, sizeof(cell->note), "%s", err);
+                snprintf(cell->note, sizeof(cell->note), "%.*s", (int)sizeof(cell->note) - 1, err);
                 fprintf(stderr, "[bench] %s %s: %s\n", bc->name, job->name, err);
                 break;
             }
@@ -1072,7 +1072,8 @@ int bench_run(const struct bench_opts *o)
             r = run_setup_btrfs(&x, bc, &t, err, sizeof(err));
         if (r < 0) {
             bc->skipped = true;
-            snprintf(bc->note, sizeof(bc->note), "skipped: %s", err[0] ? err : strerror(-r));
+            snprintf(bc->note, sizeof(bc->note), "skipped: %.*s", (int)sizeof(bc->note) - 10,
+                     err[0] ? err : strerror(-r));
             fprintf(stderr, "[bench] %s %s\n", bc->name, bc->note);
             for (int j = 0; j < x.suite.njobs; j++)
                 x.est_left -= rep->min_trials * run_trial_cost(&x.suite.jobs[j]);

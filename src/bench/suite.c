@@ -187,7 +187,8 @@ int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t
     for (int i = 0; i < s->njobs; i++) {
         struct bench_job *j = &s->jobs[i];
         if (j->title[0] == '\0')
-            snprintf(j->title, sizeof(j->title), "%s", j->name);
+            memcpy(j->title, j->name, sizeof(j->name)); /* name is NUL-terminated, shorter */
+        _Static_assert(sizeof(j->title) >= sizeof(j->name), "job title holds a job name");
         if (j->size < j->bs) {
             rk_set_err(err, errlen, "%s: job '%s': size smaller than bs", path, j->name);
             r = -EINVAL;
