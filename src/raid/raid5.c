@@ -25,10 +25,28 @@
  * reads, the parity computation, then one batch of parallel member writes. Healthy reads go
  * straight to the data chunks without any lock.
  *
+ * Stripe data cache (write-through, for adjacent sequential writes): a 1M write that starts or
+ * ends inside a stripe leaves that stripe partly written, and the neighbouring request writes the
+ * rest. Holding the first request back to gather both (a write-back window) would delay its
+ * completion and need cross-request hand-off; instead a few recently written stripes remember
+ * which of their data chunks hold content the engine itself just wrote or read under the stripe
+ * lock (so it equals what the members hold). When a later partial-stripe write finds (cached
+ * chunks + the chunks it fully covers) = every data chunk, it is a reconstruct-write with no
+ * member reads; cached chunks also shorten ordinary reconstruct-writes. The first partial write
+ * into a stripe still reads (it cannot know its neighbour will come). Rules: an entry is only
+ * filled after the member writes of its window succeeded, is dropped on any read/write failure,
+ * whenever a slot of the array is not ACTIVE or has recorded bad sectors in the stripe, and by
+ * every write path that changes the stripe without updating it (whole-stripe writes, zeroing,
+ * repairs); reads never use it. Memory: R5_CACHE_ENTRIES x stripe data bytes, capped at
+ * R5_CACHE_BYTES (fewer entries for big stripes; off below 2 entries or when the chunk exceeds
+ * the column window), allocated at open.
+ *
  * Lock order (no cycles): member range lock (writes, only while a rebuild/scrub job runs; the
  * job holds it around reconstruct/scrub) -> one pool buffer -> stripe locks (one call of
  * stripe_lock_range at a time). Degraded reads take a buffer, then a stripe lock. Nothing waits
- * for a buffer or a range lock while holding a stripe lock.
+ * for a buffer or a range lock while holding a stripe lock. The cache table lock is innermost and
+ * only held for lookups; an entry's data is guarded by the stripe lock of its row, plus a busy
+ * mark (set under the table lock) so that no other row can take the entry over while in use.
  */
 
 /* Largest column window processed at once: bounds the work buffer at (n + 2) * R5_WIN. */
@@ -37,6 +55,27 @@
 #define R5_POOL_BYTES (64u * 1024u * 1024u)
 /* Direct member reads per round of a read request (bounded stack use). */
 #define R5_ROUND 64
+/* Stripe data cache: at most this many stripes, and at most this many bytes in all. */
+#define R5_CACHE_ENTRIES 8
+#define R5_CACHE_BYTES   (32u * 1024u * 1024u)
+#define R5_NO_ROW        UINT64_MAX
+
+/* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set. */
+struct r5_centry {
+    uint64_t row;  /* R5_NO_ROW = unused */
+    uint64_t used; /* LRU tick */
+    uint32_t valid;
+    bool busy; /* in use by the holder of row's stripe lock */
+    char *data;
+};
+
+struct r5_cache {
+    pthread_mutex_t lock; /* row, used and busy of every entry */
+    int n;                /* 0 = cache off */
+    uint64_t tick;
+    struct r5_centry e[R5_CACHE_ENTRIES];
+    char *mem;
+};
 
 struct r5_priv {
     struct stripe_locks locks;
@@ -44,6 +83,7 @@ struct r5_priv {
     struct rk_parity_ctx *pctx;
     uint64_t win; /* column window: min(chunk, R5_WIN) */
     char *zero;   /* win bytes of zeros: the source of partial-stripe write-zeroes */
+    struct r5_cache cache;
 };
 
 /* Where the blocks of one stripe live. */
@@ -236,6 +276,70 @@ static void r5_req_done(struct r5_req *q)
     rk_io_batch_destroy(&q->batch);
 }
 
+/* ---- stripe data cache ---- */
+
+/* The entry of row (caller holds row's stripe lock), marked busy; with create, a free or the
+ * least recently used idle entry is taken over (empty). NULL when there is none. */
+static struct r5_centry *r5c_get(struct r5_priv *p, uint64_t row, bool create)
+{
+    struct r5_cache *c = &p->cache;
+    struct r5_centry *e = NULL, *victim = NULL;
+    if (!c->n)
+        return NULL;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->n; i++) {
+        struct r5_centry *x = &c->e[i];
+        if (x->row == row) {
+            e = x;
+            break;
+        }
+        if (!x->busy && (!victim || x->used < victim->used))
+            victim = x;
+    }
+    if (!e && create && victim) {
+        e = victim;
+        e->row = row;
+        e->valid = 0;
+    }
+    if (e) {
+        e->busy = true;
+        e->used = ++c->tick;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return e;
+}
+
+static void r5c_put(struct r5_priv *p, struct r5_centry *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&p->cache.lock);
+    e->busy = false;
+    pthread_mutex_unlock(&p->cache.lock);
+}
+
+/* Forget rows [row, row+count) (caller holds their stripe locks, so none of them is busy). */
+static void r5c_drop(struct r5_priv *p, uint64_t row, uint64_t count)
+{
+    struct r5_cache *c = &p->cache;
+    if (!c->n)
+        return;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].row != R5_NO_ROW && c->e[i].row - row < count) {
+            c->e[i].row = R5_NO_ROW;
+            c->e[i].valid = 0;
+            c->e[i].used = 0;
+        }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* True when stripe g may use the cache: every slot ACTIVE and nothing recorded unreadable. */
+static bool r5c_usable(struct raid_priv *r, const struct r5_geo *g)
+{
+    return r5_blk_readable(r, g, g->row * r->l.g.chunk, r->l.g.chunk) == (1u << g->n) - 1;
+}
+
 /*
  * Read the blocks of stripe g that are not in excl (and are readable) over columns [lo, hi)
  * into the block buffers, and rebuild the others (want, and whatever else is missing) with the
@@ -299,6 +403,7 @@ static void r5_repair(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uin
             r5_io_add(&v, q->r, g->slot[b], RK_OP_WRITE, 0, r5_blk(q, b), hi - lo, moff);
     if (!v.n)
         return;
+    r5c_drop(q->p, g->row, 1); /* only the cached path keeps an entry current */
     if (r5_io_run(q, &v)) {
         r5_fail_writes(q, &v);
         return;
@@ -321,18 +426,48 @@ struct r5_wwin {
 enum r5_mode { R5_RMW, R5_RCW, R5_RECOVER };
 
 /*
+ * After a successful write of window w in mode: record in the cache entry every data chunk whose
+ * whole content is now known (written in full, read + patched over the whole chunk, or already
+ * cached and patched with the new bytes).
+ */
+static void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
+                       struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need)
+{
+    uint64_t chunk = q->r->l.g.chunk;
+    bool whole = w->lo == 0 && w->hi == chunk;
+    uint32_t inbuf = mode == R5_RMW ? touched : need; /* blocks whose buffer holds new data */
+    for (uint32_t k = 0; k < g->nd; k++) {
+        uint32_t kb = 1u << k;
+        char *ck = ce->data + (uint64_t)k * chunk;
+        if ((touched & kb) && (ce->valid & kb)) {
+            memcpy(ck + w->a[k], w->src[k], w->b[k] - w->a[k]);
+        } else if ((touched & kb) && w->a[k] == 0 && w->b[k] == chunk) {
+            memcpy(ck, w->src[k], chunk);
+            ce->valid |= kb;
+        } else if (whole && (inbuf & kb)) {
+            memcpy(ck, r5_blk(q, k), chunk);
+            ce->valid |= kb;
+        }
+    }
+}
+
+/*
  * Write one window of one stripe (stripe lock held). Per window the cheaper of
  * read-modify-write (read the touched data and the parity) and reconstruct-write (read the data
  * chunks the write does not fully cover) is chosen by member reads; when a chunk it needs is on a
  * missing slot, everything readable is read and the missing blocks rebuilt first (RECOVER).
+ * ce (NULL: none) is the stripe's cache entry: its valid chunks are not read by reconstruct-write
+ * (so a write that completes a cached stripe reads nothing), and it is updated or dropped after.
  */
-static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w)
+static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
+                           struct r5_centry *ce)
 {
     struct raid_priv *r = q->r;
     uint64_t lo = w->lo, len = w->hi - w->lo, moff = g->row * r->l.g.chunk + lo;
     uint32_t nd = g->nd, np = g->np, nblk = g->n;
     uint32_t dmask = (1u << nd) - 1;
-    uint32_t touched = 0, full = 0, bad = 0, missing = 0;
+    uint32_t touched = 0, full = 0, bad = 0, missing = 0, need = 0;
+    uint32_t cv = ce ? ce->valid : 0;
     enum r5_mode mode;
 
     for (uint32_t k = 0; k < nd; k++) {
@@ -349,7 +484,8 @@ static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struc
             pwrite |= 1u << b;
     for (;;) {
         uint32_t rd = r5_blk_readable(r, g, moff, len) & ~bad, want;
-        uint32_t need = dmask & ~full, rmw_want = pwrite ? touched | pwrite : 0;
+        need = dmask & ~full & ~cv;
+        uint32_t rmw_want = pwrite ? touched | pwrite : 0;
         bool rmw_ok = (rmw_want & ~rd) == 0, rcw_ok = (need & ~rd) == 0;
         int rmw_reads = __builtin_popcount(rmw_want), rcw_reads = __builtin_popcount(need);
         if (rmw_ok && (!rcw_ok || rmw_reads <= rcw_reads)) {
@@ -412,13 +548,25 @@ static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struc
                 if (missing & (1u << b))
                     miss[nmiss++] = (int)b;
             }
-            if (nmiss && rk_parity_recover(q->p->pctx, (int)nd, (int)np, len, blocks, miss, nmiss))
+            if (nmiss &&
+                rk_parity_recover(q->p->pctx, (int)nd, (int)np, len, blocks, miss, nmiss)) {
+                if (ce)
+                    ce->valid = 0;
                 return -EIO;
+            }
         }
         for (uint32_t k = 0; k < nd; k++) {
             if (mode == R5_RCW && (full & (1u << k))) {
                 data[k] = (void *)w->src[k]; /* only read by the parity code */
                 continue;
+            }
+            if (mode == R5_RCW && (cv & (1u << k))) {
+                char *ck = ce->data + (uint64_t)k * r->l.g.chunk + lo;
+                if (!(touched & (1u << k))) {
+                    data[k] = ck; /* only read by the parity code */
+                    continue;
+                }
+                memcpy(r5_blk(q, k), ck, len);
             }
             data[k] = r5_blk(q, k);
             if (touched & (1u << k))
@@ -444,8 +592,17 @@ static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struc
     }
     if (r5_io_run(q, &v)) {
         r5_fail_writes(q, &v);
+        if (ce)
+            ce->valid = 0;
         if (!r5_survives(&r->l, r5_slot_mask_readable(r)))
             return -EIO;
+        return 0;
+    }
+    if (ce) {
+        if (bad || mode == R5_RECOVER)
+            ce->valid = 0;
+        else
+            r5c_update(q, g, w, ce, mode, touched, need);
     }
     return 0;
 }
@@ -463,6 +620,7 @@ static int r5_full_stripes(struct r5_req *q, const char *buf, uint64_t row, uint
     struct r5_geo g;
     int ret = 0;
     stripe_lock_range(&q->p->locks, row, count);
+    r5c_drop(q->p, row, count);
     for (uint64_t i = 0; i < count; i++) {
         r5_geo(&r->l, row + i, &g);
         const char *src = buf + i * chunk * g.nd;
@@ -534,6 +692,11 @@ static int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t of
         }
         r5_geo(l, row, &g);
         stripe_lock_range(&q->p->locks, row, 1);
+        struct r5_centry *ce = NULL;
+        if (r5c_usable(q->r, &g))
+            ce = r5c_get(q->p, row, true);
+        else
+            r5c_drop(q->p, row, 1);
         for (uint64_t lo = hlo; lo < hhi && !ret; lo += win) {
             struct r5_wwin w;
             w.lo = lo;
@@ -551,8 +714,11 @@ static int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t of
                 uint64_t rel = row * sbytes + k * chunk + a - off;
                 w.src[k] = buf ? buf + rel : q->p->zero;
             }
-            ret = r5_write_window(q, &g, &w);
+            ret = r5_write_window(q, &g, &w, ce);
         }
+        if (ce && ret)
+            ce->valid = 0;
+        r5c_put(q->p, ce);
         stripe_unlock_range(&q->p->locks, row, 1);
         if (ret)
             return ret;
@@ -577,6 +743,7 @@ static int r5_zero_stripes(struct r5_req *q, uint64_t row, uint64_t count, uint3
     struct r5_ios v = {.n = 0};
     int ret = 0;
     stripe_lock_range(&q->p->locks, row, count);
+    r5c_drop(q->p, row, count);
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if (r5_writable(r, s))
             r5_io_add(&v, r, s, RK_OP_WRITE_ZEROES, flags, NULL, count * chunk, row * chunk);
@@ -852,6 +1019,27 @@ static int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool
 
 /* ---- open / close ---- */
 
+/* Allocate the stripe data cache (see the header comment for its size); without memory the
+ * array simply runs without it. */
+static void r5c_open(struct raid_priv *r, struct r5_priv *p)
+{
+    uint64_t chunk = r->l.g.chunk;
+    uint64_t sbytes = chunk * (r->l.g.members - r5_nparity(&r->l));
+    uint64_t n = R5_CACHE_BYTES / sbytes;
+    n = n > R5_CACHE_ENTRIES ? R5_CACHE_ENTRIES : n;
+    if (n < 2 || chunk > p->win)
+        return;
+    p->cache.mem = rk_buf_alloc(n * sbytes);
+    if (!p->cache.mem)
+        return;
+    pthread_mutex_init(&p->cache.lock, NULL);
+    for (uint64_t i = 0; i < n; i++) {
+        p->cache.e[i].row = R5_NO_ROW;
+        p->cache.e[i].data = p->cache.mem + i * sbytes;
+    }
+    p->cache.n = (int)n;
+}
+
 static void r5_close(struct raid_priv *r)
 {
     struct r5_priv *p = r->level_priv;
@@ -860,6 +1048,9 @@ static void r5_close(struct raid_priv *r)
     stripe_pool_destroy(&p->pool);
     stripe_locks_destroy(&p->locks);
     rk_parity_ctx_destroy(p->pctx);
+    if (p->cache.n)
+        pthread_mutex_destroy(&p->cache.lock);
+    free(p->cache.mem);
     free(p->zero);
     free(p);
     r->level_priv = NULL;
@@ -890,6 +1081,7 @@ static int r5_open(struct raid_priv *r)
         return ret;
     }
     memset(p->zero, 0, p->win);
+    r5c_open(r, p);
     return 0;
 }
 
