@@ -26,7 +26,10 @@ extern "C" {
  * size 512. dev->size is the file size (block devices: BLKGETSIZE64) rounded down to block_size.
  * I/O goes through io_uring when the kernel supports it (probed at run time), else pread/pwrite;
  * short transfers and -EAGAIN are resubmitted until complete, so callers never see them.
- * Returns 0 and *out, or -errno from open/fstat (e.g. -ENOENT, -EACCES, -EISDIR for a directory).
+ * A writable open takes an exclusive flock on the file, so one member serves one array user at a
+ * time: -EBUSY when another open (any process) holds it. Read-only opens take no lock.
+ * Returns 0 and *out, or -errno from open/fstat (e.g. -ENOENT, -EACCES, -EISDIR for a directory),
+ * or -EBUSY.
  */
 int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out);
 

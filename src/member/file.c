@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -493,6 +494,12 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     }
     if (S_ISDIR(st.st_mode)) {
         r = -EISDIR;
+        goto out;
+    }
+    /* A writable member belongs to one user at a time: a second server (or create) over a
+     * member in use would split the array's state. Read-only opens (info) take no lock. */
+    if (!(flags & RK_FILE_READ_ONLY) && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+        r = errno == EWOULDBLOCK ? -EBUSY : -errno;
         goto out;
     }
     if (S_ISBLK(st.st_mode)) {

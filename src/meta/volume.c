@@ -479,20 +479,6 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     r = vol_apply_faults(v, o, err, errlen);
     if (r)
         goto out;
-    /* Dirty is durable before the first write can reach a member. It is written raw, past the
-     * fault wrappers: injected faults are for the data path of the running array. */
-    if (!v->read_only) {
-        if (nmissing)
-            v->sb.events++;
-        v->sb.dirty = RK_SB_DIRTY;
-        v->sb.events++;
-        r = vol_write_sbs(v, true);
-        if (r < 0) {
-            rk_set_err(err, errlen, "array %s: cannot mark the superblocks dirty: %s", uuid,
-                       strerror(-r));
-            goto out;
-        }
-    }
     rk_sb_geom(&v->sb, &v->geom);
     struct rk_raid_events ev = {.ctx = v,
                                 .member_failed = vol_member_failed,
@@ -508,7 +494,22 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
         v->raid = NULL;
         rk_set_err(err, errlen, "array %s: cannot start %s: %s", uuid, rk_level_name(v->sb.level),
                    r == -ENODEV ? "the missing members leave data unreachable" : strerror(-r));
-        goto undirty;
+        goto out; /* nothing was written: a refused start changes no member */
+    }
+    /* Dirty is durable before the first write can reach a member (no request reaches the raid
+     * device before this function returns). Written only once the engine accepted every
+     * member, raw, past the fault wrappers: injected faults are for the data path. */
+    if (!v->read_only) {
+        if (nmissing)
+            v->sb.events++;
+        v->sb.dirty = RK_SB_DIRTY;
+        v->sb.events++;
+        r = vol_write_sbs(v, true);
+        if (r < 0) {
+            rk_set_err(err, errlen, "array %s: cannot mark the superblocks dirty: %s", uuid,
+                       strerror(-r));
+            goto out;
+        }
     }
     if (v->read_only && vol_ro_open(v) < 0) {
         r = -ENOMEM;
@@ -546,13 +547,6 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     v = NULL;
     r = 0;
     goto out;
-undirty:
-    /* Nothing was written through the array: put the clean flag back as it was. */
-    if (!v->read_only) {
-        v->sb.dirty = v->was_dirty ? RK_SB_DIRTY : RK_SB_CLEAN;
-        v->sb.events++;
-        vol_write_sbs(v, true);
-    }
 out:
     if (s)
         meta_scan_close(s);

@@ -206,6 +206,15 @@ static int nbd_listen_unix(struct rk_nbd_server *srv, const char *path, char *er
             rk_set_err(err, errlen, "%s exists and is not a socket", path);
             return -EEXIST;
         }
+        /* A socket someone still accepts on belongs to a running server: never steal it. */
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (probe >= 0)
+            close(probe);
+        if (live) {
+            rk_set_err(err, errlen, "%s is in use by a running server", path);
+            return -EADDRINUSE;
+        }
         unlink(path); /* stale socket of an earlier run */
     }
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
