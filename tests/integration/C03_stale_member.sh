@@ -71,7 +71,12 @@ mg_status
 start=$(mg_q "s['job']['start']")
 [ "$(mg_q "s['job']['kind']")" = rebuild ] || rk_fail "no rebuild running after restart"
 [ "$start" -gt 0 ] || rk_fail "rebuild restarted from 0, not from its checkpoint"
-[ "$start" -le "$pos" ] || rk_fail "resumed at $start, beyond the position $pos reached"
+# The kill lands after $pos was sampled, so the last checkpoint may lie a little beyond it; the
+# restart must resume exactly at the checkpoint the superblocks hold.
+ckpt=$("$RK_PY" -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(max(s.get("rebuild_offset", 0) for s in d["array"]["slots"]))' "$T/info.json")
+[ "$start" -eq "$ckpt" ] || rk_fail "resumed at $start, not at the checkpoint $ckpt"
+[ "$start" -lt $SIZE ] || rk_fail "checkpoint $start at the end: nothing left to resume"
 rk_log "resumed at data offset $start (killed at $pos)"
 [ "$(mg_slot_state 1)" = rebuilding ] || rk_fail "slot 1 not rebuilding after restart"
 reads0=$(mg_q "s['slots'][1]['io']['reads']") # the superblock read at assembly
