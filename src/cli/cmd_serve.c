@@ -18,7 +18,8 @@
 static const char serve_usage[] =
     "Usage: raidkit serve [--listen unix:PATH|tcp:[HOST:]PORT] [--export NAME] [--read-only]\n"
     "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
-    "                     [--control PATH] [--rebuild-rate MIB] MEMBER...\n"
+    "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
+    "                     MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
     "serve it over NBD in the foreground, logging to stderr. SIGINT/SIGTERM: finish in-flight\n"
