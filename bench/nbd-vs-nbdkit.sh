@@ -58,19 +58,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
-# wait_socket PID SOCK LOG: until the server listens (or dies).
-wait_socket() {
-    local _
-    for _ in $(seq 1 150); do
-        [ -S "$2" ] && return 0
-        kill -0 "$1" 2>/dev/null || { log "server exited early:"; tail -n 20 "$3" >&2; return 1; }
-        sleep 0.1
-    done
-    log "server did not listen within 15 s"
-    return 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 hwm_kib() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo "?"; }
 

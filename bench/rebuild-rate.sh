@@ -66,33 +66,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-log() { printf '[bench %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 now() { date +%s.%N; }
 die() { log "$*"; [ -n "${SLOG:-}" ] && tail -n 20 "$SLOG" >&2; exit 1; }
-
-wait_socket() {
-    local _
-    for _ in $(seq 1 150); do
-        [ -S "$2" ] && return 0
-        kill -0 "$1" 2>/dev/null || { log "server exited early:"; tail -n 20 "$3" >&2; return 1; }
-        sleep 0.1
-    done
-    log "server did not listen within 15 s"
-    return 1
-}
-
-wait_quiet() {
-    local waited=0 l
-    while [ "$waited" -lt "$WAIT_QUIET" ]; do
-        l=$(cut -d' ' -f1 /proc/loadavg)
-        awk -v l="$l" -v q="$QUIET_LOAD" 'BEGIN { exit !(l < q) }' && return 0
-        log "load average $l >= $QUIET_LOAD, waiting (${waited}s of ${WAIT_QUIET}s)"
-        sleep 20
-        waited=$((waited + 20))
-    done
-    [ "$WAIT_QUIET" -gt 0 ] && log "machine never got quiet; measuring anyway (load recorded)"
-    return 0
-}
 
 # job_state CONTROL SLOT: "STATE RATE DATA_SIZE" of the rebuild job ("running ..." for any other)
 job_state() {
