@@ -38,6 +38,17 @@ void *raid_scrub_thread(void *arg)
 
     rk_info("scrub (%s) started over %llu bytes of each member", repair ? "repair" : "check",
             (unsigned long long)end);
+    /* Where no redundant copy or parity is left there is nothing to compare: say so rather
+     * than let "0 mismatches" read like a clean bill of health. */
+    int missing = (int)r->l.g.members - __builtin_popcount(raid_active_mask(r));
+    int tolerated = r->l.lvl->max_failed(r->l.g.members);
+    if (tolerated == 0)
+        rk_warn("scrub: %s has no redundancy: it reads everything and reports read errors only",
+                r->l.lvl->name);
+    else if (missing >= tolerated)
+        rk_warn("scrub: the array is degraded (%d of %u slots unavailable): data without a "
+                "remaining copy or parity is only read, not compared",
+                missing, r->l.g.members);
     while (!err && pos < end) {
         if (atomic_load(&m->stop)) {
             err = -EINTR;
