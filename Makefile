@@ -5,6 +5,7 @@
 #   make check  build, then run every test through CTest
 BUILD ?= build
 JOBS  ?= $(shell nproc)
+MAKEFLAGS += --no-print-directory
 
 .PHONY: all deps build demo demo-raid10 check check-asan format clean bench
 
