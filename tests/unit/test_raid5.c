@@ -381,19 +381,24 @@ static void *hammer_run(void *arg)
     return NULL;
 }
 
-static void test_concurrency(void **state)
+/* Run nthreads copies of body (each with its own hammer state and seed) on a fresh raid5 and a
+ * fresh raid6 of 5 members, chunk 8 KiB, stripes stripes; then check data and every stripe's
+ * parity. */
+static void run_threads(void *(*body)(void *), int nthreads, unsigned seed0, uint64_t stripes)
 {
     static const int levels[] = {RK_LEVEL_RAID5, RK_LEVEL_RAID6};
     for (int li = 0; li < 2; li++) {
         struct arr a;
-        pthread_t t[4];
-        struct hammer h[4];
-        arr_create(&a, levels[li], 5, 8192, 6);
-        for (int i = 0; i < 4; i++) {
-            h[i] = (struct hammer){.a = &a, .id = i, .nthreads = 4, .seed = 1000u + (unsigned)i};
-            assert_int_equal(pthread_create(&t[i], NULL, hammer_run, &h[i]), 0);
+        pthread_t t[8];
+        struct hammer h[8];
+        assert_true(nthreads <= 8);
+        arr_create(&a, levels[li], 5, 8192, stripes);
+        for (int i = 0; i < nthreads; i++) {
+            h[i] = (struct hammer){
+                .a = &a, .id = i, .nthreads = nthreads, .seed = seed0 + (unsigned)i};
+            assert_int_equal(pthread_create(&t[i], NULL, body, &h[i]), 0);
         }
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < nthreads; i++) {
             void *res;
             pthread_join(t[i], &res);
             assert_null(res);
@@ -402,6 +407,11 @@ static void test_concurrency(void **state)
         assert_int_equal(arr_check_members(&a, true), 0);
         arr_free(&a);
     }
+}
+
+static void test_concurrency(void **state)
+{
+    run_threads(hammer_run, 4, 1000u, 6);
 }
 
 /* ---- discard, write-zeroes, FUA ---- */
@@ -848,25 +858,7 @@ static void *cache_writer(void *arg)
 
 static void test_cache_concurrent(void **state)
 {
-    static const int levels[] = {RK_LEVEL_RAID5, RK_LEVEL_RAID6};
-    for (int li = 0; li < 2; li++) {
-        struct arr a;
-        pthread_t t[3];
-        struct hammer h[3];
-        arr_create(&a, levels[li], 5, 8192, 24);
-        for (int i = 0; i < 3; i++) {
-            h[i] = (struct hammer){.a = &a, .id = i, .nthreads = 3, .seed = 700u + (unsigned)i};
-            assert_int_equal(pthread_create(&t[i], NULL, cache_writer, &h[i]), 0);
-        }
-        for (int i = 0; i < 3; i++) {
-            void *res;
-            pthread_join(t[i], &res);
-            assert_null(res);
-        }
-        arr_check(&a);
-        assert_int_equal(arr_check_members(&a, true), 0);
-        arr_free(&a);
-    }
+    run_threads(cache_writer, 3, 700u, 24);
 }
 
 /* Cached stripes must not outlive changes made outside the cached path: a write while a slot
