@@ -61,6 +61,15 @@ struct rk_io {
     uint64_t member_done;      /* scratch: bytes already transferred (short-I/O resubmission) */
 };
 
+/* Fill *io for one request (op on dev, len bytes at byte offset off, buf NULL unless READ or
+ * WRITE, flags as in struct rk_io) with cleared completion and scratch fields; the caller
+ * passes it to rk_io_submit() or rk_io_run(). The buffer stays owned by the caller. */
+static inline void rk_io_init(struct rk_io *io, struct rk_dev *dev, enum rk_op op, void *buf,
+                              uint64_t len, uint64_t off, uint32_t flags)
+{
+    *io = (struct rk_io){.dev = dev, .op = op, .flags = flags, .buf = buf, .len = len, .off = off};
+}
+
 /*
  * Device operations: a const table filled with designated initialisers (STYLE.md point 3).
  * NULL means unsupported: the rk_dev_* wrappers then emulate (write_zeroes writes zero buffers,

@@ -50,6 +50,10 @@ int rk_level_min_members(int level);
 /* How many members may be missing while the array still holds all data (raid1: members-1,
  * raid10: 1 guaranteed, raid5: 1, raid6: 2, linear/raid0: 0). */
 int rk_level_max_failed(int level, uint32_t members);
+/* True when the level has a write hole: a crash can leave a stripe's parity stale, and with a
+ * member missing the stale parity would reconstruct garbage (raid5, raid6). False for the
+ * other levels and for an unknown level. */
+bool rk_level_write_hole(int level);
 
 /*
  * Check a geometry for consistency (level known, member count in range for the level, chunk a
@@ -61,6 +65,12 @@ int rk_raid_geom_check(const struct rk_raid_geom *g, char *err, size_t errlen);
 /* Array size in bytes for g, by the rules of docs/FORMAT.md "Array size" (unequal members
  * included). 0 when g is invalid. */
 uint64_t rk_raid_array_size(const struct rk_raid_geom *g);
+
+/* Does every array byte of geometry g keep a copy (or enough of its stripe to reconstruct it)
+ * when only the slots in alive (bit i = slot i) are usable? The level decides (raid10 survives
+ * losses on different mirrors beyond rk_level_max_failed). Returns 1 (yes), 0 (no) or -EINVAL
+ * for an invalid geometry. */
+int rk_raid_geom_survives(const struct rk_raid_geom *g, uint32_t alive);
 
 /* One copy of array data on a member: slot and byte offset inside the slot's data area
  * (add g->data_offset for the member device offset). */

@@ -387,7 +387,7 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
 
     /* Place members by slot; find active slots without a usable member. */
     char missing[160] = "";
-    uint32_t nmissing = 0, nout = 0;
+    uint32_t nmissing = 0, nout = 0, alive = 0;
     for (uint32_t i = 0; i < v->sb.members; i++) {
         int idx = s->slot_member[i];
         uint32_t state = v->sb.slots[i].state;
@@ -411,6 +411,8 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
             vol_append(missing, sizeof(missing), "%s%" PRIu32, missing[0] ? ", " : "", i);
             continue;
         }
+        if (!resume)
+            alive |= 1u << i;
         v->file[i] = v->top[i] = s->m[idx].dev;
         s->m[idx].dev = NULL; /* owned by the volume now */
         v->paths[i] = strdup(s->m[idx].path);
@@ -421,9 +423,9 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
         }
     }
     int maxf = rk_level_max_failed(v->sb.level, v->sb.members);
-    /* raid10 survives more than max_failed when the losses hit different mirrors: the
-     * engine decides (-ENODEV) for it. */
-    if ((int)nout > maxf && v->sb.level != RK_LEVEL_RAID10) {
+    /* The level decides which losses it survives (raid10: losses on different mirrors). */
+    rk_sb_geom(&v->sb, &v->geom);
+    if (rk_raid_geom_survives(&v->geom, alive) != 1) {
         rk_set_err(err, errlen,
                    "array %s: %" PRIu32 " of %" PRIu32 " members unavailable, %s survives at most "
                    "%d%s%s%s",
@@ -444,8 +446,7 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     }
     /* A crash may have left parity out of date; without the member, that block cannot be
      * recomputed (write hole), so a dirty degraded parity array needs --force. */
-    if (v->sb.dirty == RK_SB_DIRTY && nout > 0 && !o->force &&
-        (v->sb.level == RK_LEVEL_RAID5 || v->sb.level == RK_LEVEL_RAID6)) {
+    if (v->sb.dirty == RK_SB_DIRTY && nout > 0 && !o->force && rk_level_write_hole(v->sb.level)) {
         rk_set_err(err, errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",

@@ -59,6 +59,12 @@ int rk_level_max_failed(int level, uint32_t members)
     return lvl ? lvl->max_failed(members) : -EINVAL;
 }
 
+bool rk_level_write_hole(int level)
+{
+    const struct raid_level *lvl = raid_level_get(level);
+    return lvl && lvl->write_hole;
+}
+
 const struct raid_level *raid_level_get(int level)
 {
     switch (level) {
@@ -180,4 +186,13 @@ int raid_zone_map(const struct raid_layout *l, uint64_t off, struct rk_raid_exte
     else
         *run = chunk - zoff % chunk;
     return 1;
+}
+
+int rk_raid_geom_survives(const struct rk_raid_geom *g, uint32_t alive)
+{
+    struct raid_layout l;
+    int r = raid_layout_init(&l, g);
+    if (r)
+        return -EINVAL;
+    return l.lvl->survives(&l, alive & raid_all_mask(g->members)) ? 1 : 0;
 }

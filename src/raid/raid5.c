@@ -1099,6 +1099,7 @@ const struct raid_level raid_level_raid5 = {
     .scrub = r5_scrub,
     .open = r5_open,
     .close = r5_close,
+    .write_hole = true,
 };
 
 const struct raid_level raid_level_raid6 = {
@@ -1115,4 +1116,5 @@ const struct raid_level raid_level_raid6 = {
     .scrub = r5_scrub,
     .open = r5_open,
     .close = r5_close,
+    .write_hole = true,
 };

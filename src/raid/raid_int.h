@@ -4,6 +4,7 @@
 #define RK_RAID_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -80,6 +81,10 @@ struct raid_level {
      * any request; close() frees it. Returns 0 or -errno. */
     int (*open)(struct raid_priv *r);
     void (*close)(struct raid_priv *r);
+    /* True for levels whose stripes can be left inconsistent by a crash in a way that a
+     * degraded start cannot detect or repair (the RAID5/6 write hole): a dirty and degraded
+     * start of such a level needs --force. */
+    bool write_hole;
 };
 
 /* The state of one open raid device (rk_dev.priv). */
@@ -125,6 +130,24 @@ static inline uint64_t raid_min_data(const struct rk_raid_geom *g)
     for (uint32_t i = 1; i < g->members; i++)
         if (g->data_size[i] < m)
             m = g->data_size[i];
+    return m;
+}
+
+/* Slot-state sets for raid_slot_mask(): bit s = enum rk_slot_state s. */
+#define RAID_STATES_READ  (1u << RK_SLOT_ACTIVE)
+#define RAID_STATES_WRITE ((1u << RK_SLOT_ACTIVE) | (1u << RK_SLOT_REBUILDING))
+
+/* Slots (bit i = slot i) that have a member and whose state is in states (RAID_STATES_READ:
+ * ACTIVE slots, which serve reads; RAID_STATES_WRITE: ACTIVE and REBUILDING slots, which take
+ * writes so a rebuild sees new data). Lock-free: a snapshot of the atomic slot states. */
+static inline uint32_t raid_slot_mask(struct raid_priv *r, uint32_t states)
+{
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < r->l.g.members; i++) {
+        int s = atomic_load(&r->state[i]);
+        if (r->members[i] && s >= 0 && s < 32 && (states & (1u << s)))
+            m |= 1u << i;
+    }
     return m;
 }
 
