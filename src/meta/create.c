@@ -253,19 +253,17 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
         rk_set_err(err, errlen, "no create options");
         return -EINVAL;
     }
-    int minm = rk_level_min_members(o->level);
-    if (minm < 0) {
-        rk_set_err(err, errlen, "unknown RAID level %d", o->level);
-        return -EINVAL;
-    }
-    if (!paths || n < minm || n > RK_MAX_MEMBERS) {
-        rk_set_err(err, errlen, "%s needs %d..%d members, got %d", rk_level_name(o->level), minm,
-                   RK_MAX_MEMBERS, n);
-        return -EINVAL;
-    }
+    /* The level, member-count and chunk rules of the one geometry check, before any member is
+     * opened: with data sizes of one chunk, nothing else can fail. */
     uint32_t chunk = o->chunk ? o->chunk : RK_CHUNK_DEFAULT;
-    if (chunk < RK_CHUNK_MIN || chunk > RK_CHUNK_MAX || (chunk & (chunk - 1))) {
-        rk_set_err(err, errlen, "chunk size %" PRIu32 " is not a power of two in [4K, 64M]", chunk);
+    struct rk_raid_geom g = {.level = o->level, .members = n > 0 ? (uint32_t)n : 0, .chunk = chunk};
+    for (int i = 0; i < n && i < RK_MAX_MEMBERS; i++)
+        g.data_size[i] = chunk;
+    r = rk_raid_geom_check(&g, err, errlen);
+    if (r)
+        return r;
+    if (!paths) {
+        rk_set_err(err, errlen, "no member paths");
         return -EINVAL;
     }
     const char *name = o->name ? o->name : "";
@@ -326,7 +324,6 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
         if (r)
             goto out;
     }
-    struct rk_raid_geom g;
     rk_sb_geom(sb, &g);
     char gerr[200] = "";
     if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {

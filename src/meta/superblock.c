@@ -193,34 +193,20 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
                    sb->dirty);
         return -EINVAL;
     }
-    int minm = rk_level_min_members(sb->level);
-    if (minm < 0) {
-        rk_set_err(err, errlen, "unknown RAID level %" PRId32, sb->level);
-        return -EINVAL;
-    }
+    /* Level, member count, chunk and data sizes: the one geometry check. */
+    struct rk_raid_geom g;
+    rk_sb_geom(sb, &g);
+    int r = rk_raid_geom_check(&g, err, errlen);
+    if (r)
+        return r;
     if (sb->layout != 0) {
         rk_set_err(err, errlen, "unknown layout %" PRIu32 " for %s (version 1 knows only 0)",
                    sb->layout, rk_level_name(sb->level));
         return -EINVAL;
     }
-    if (sb->members == 0 || sb->members > RK_MAX_MEMBERS) {
-        rk_set_err(err, errlen, "member count %" PRIu32 " out of range 1..%d", sb->members,
-                   RK_MAX_MEMBERS);
-        return -EINVAL;
-    }
-    if (sb->members < (uint32_t)minm) {
-        rk_set_err(err, errlen, "member count %" PRIu32 " below the minimum %d of %s", sb->members,
-                   minm, rk_level_name(sb->level));
-        return -EINVAL;
-    }
     if (sb->slot >= sb->members) {
         rk_set_err(err, errlen, "slot %" PRIu32 " out of range (the array has %" PRIu32 " members)",
                    sb->slot, sb->members);
-        return -EINVAL;
-    }
-    if (sb->chunk < RK_CHUNK_MIN || sb->chunk > RK_CHUNK_MAX || (sb->chunk & (sb->chunk - 1))) {
-        rk_set_err(err, errlen, "chunk size %" PRIu32 " is not a power of two in [%u, %u]",
-                   sb->chunk, RK_CHUNK_MIN, RK_CHUNK_MAX);
         return -EINVAL;
     }
     if (sb->data_offset == 0 || sb->data_offset % RK_SB_ALIGN) {
@@ -244,8 +230,8 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
         rk_set_err(err, errlen, "array name is not NUL-terminated within %u bytes", RK_SB_NAME_LEN);
         return -EINVAL;
     }
-    int r = sb_check_region("write-intent bitmap", sb->bitmap_offset, sb->bitmap_size,
-                            sb->data_offset, err, errlen);
+    r = sb_check_region("write-intent bitmap", sb->bitmap_offset, sb->bitmap_size, sb->data_offset,
+                        err, errlen);
     if (r)
         return r;
     r = sb_check_region("journal", sb->journal_offset, sb->journal_size, sb->data_offset, err,
@@ -266,13 +252,6 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
         }
         if (s->state > RK_SLOT_REBUILDING) {
             rk_set_err(err, errlen, "slot %" PRIu32 " has unknown state %" PRIu32, i, s->state);
-            return -EINVAL;
-        }
-        if (s->data_size == 0 || s->data_size % sb->chunk) {
-            rk_set_err(err, errlen,
-                       "data size %" PRIu64 " of slot %" PRIu32
-                       " is not a non-zero multiple of the chunk size %" PRIu32,
-                       s->data_size, i, sb->chunk);
             return -EINVAL;
         }
         if (s->rebuild_offset > s->data_size) {
@@ -301,13 +280,6 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
     int rb = sb_check_bad(sb, err, errlen);
     if (rb)
         return rb;
-    struct rk_raid_geom g;
-    rk_sb_geom(sb, &g);
-    char gerr[160] = "";
-    if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {
-        rk_set_err(err, errlen, "inconsistent geometry: %s", gerr);
-        return -EINVAL;
-    }
     uint64_t want = rk_raid_array_size(&g);
     if (sb->array_size != want) {
         rk_set_err(err, errlen,

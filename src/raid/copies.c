@@ -1,29 +1,13 @@
-/* Rebuild and scrub hooks of the copy levels (raid1, raid10): reconstruct a slot's data from
- * another live copy, and compare / repair the copies of every chunk. */
+/* Rebuild and scrub hooks of the copy levels with more than one copy (raid1, raid10): reconstruct
+ * a slot's data from another live copy, and compare / repair the copies of every chunk. The
+ * level's unmap hook says which array data a slot holds where. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/util.h"
-#include "raid/rangelock.h"
-
-/* Array offset held at data-area offset moff of slot; false when the layout leaves that place
- * unused (raid10's last row with an odd member count, or past the array). */
-static bool copies_inverse(const struct raid_layout *l, uint32_t slot, uint64_t moff,
-                           uint64_t *aoff)
-{
-    uint64_t chunk = l->g.chunk;
-    if (l->g.level == RK_LEVEL_RAID1) {
-        *aoff = moff;
-        return moff < l->size;
-    }
-    uint64_t p = moff / chunk * l->g.members + slot;
-    uint64_t c = p / 2;
-    if (c >= l->size / chunk)
-        return false;
-    *aoff = c * chunk + moff % chunk;
-    return true;
-}
+#include "raid/badrange.h"
+#include "raid/copies.h"
 
 /* Read [moff, moff+len) of the data held by slot from another ACTIVE copy into buf.
  * -ENODEV: no other copy is active at all; -EIO: every active copy failed to read. */
@@ -34,7 +18,7 @@ static int copies_read_other(struct raid_priv *r, uint32_t slot, uint64_t aoff, 
     struct rk_raid_extent c[RK_MAX_MEMBERS];
     uint64_t run;
     int n = l->lvl->map(l, aoff, c, RK_MAX_MEMBERS, &run);
-    uint32_t active = raid_active_mask(r);
+    uint32_t active = raid_slot_mask(r, RAID_STATES_READ);
     int ret = -ENODEV;
     for (int i = 0; i < n; i++) {
         uint32_t s = c[i].slot;
@@ -61,16 +45,9 @@ int raid_copies_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_
     char *p = buf;
     int ret = 0;
     while (len) {
-        /* raid1 copies are whole slots: one read for the range; raid10 goes chunk by chunk. */
-        uint64_t piece = l->g.level == RK_LEVEL_RAID1 ? len : l->g.chunk - member_off % l->g.chunk;
-        uint64_t aoff;
-        if (piece > len)
-            piece = len;
-        if (l->g.level == RK_LEVEL_RAID1 && member_off + piece > l->size) {
-            /* Past the array: nothing to copy there. */
-            memset(p, 0, piece);
-        } else if (!copies_inverse(l, slot, member_off, &aoff)) {
-            memset(p, 0, piece);
+        uint64_t aoff, piece;
+        if (!l->lvl->unmap(l, slot, member_off, len, &aoff, &piece)) {
+            memset(p, 0, piece); /* the layout keeps no data there */
         } else {
             int rc = copies_read_other(r, slot, aoff, piece, p);
             if (rc == -ENODEV)
@@ -95,7 +72,7 @@ static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, 
     struct rk_raid_extent c[RK_MAX_MEMBERS];
     uint64_t run;
     int n = l->lvl->map(l, aoff, c, RK_MAX_MEMBERS, &run);
-    uint32_t active = raid_active_mask(r), fix = 0;
+    uint32_t active = raid_slot_mask(r, RAID_STATES_READ), fix = 0;
     int have = -1;
     /* The reference is the first live copy in slot order (raid10 maps a chunk's copies to
      * e.g. slots 2 and 0): insertion sort, n is tiny. */
@@ -141,36 +118,42 @@ static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, 
     return 0;
 }
 
+/* Is slot's place at member_off the first copy of the array data aoff (lowest data-area
+ * offset, then lowest slot)? Every array chunk is scrubbed once, at its first copy. */
+static bool copies_first(const struct raid_layout *l, uint64_t aoff, uint32_t slot,
+                         uint64_t member_off)
+{
+    struct rk_raid_extent c[RK_MAX_MEMBERS];
+    uint64_t run;
+    int n = l->lvl->map(l, aoff, c, RK_MAX_MEMBERS, &run);
+    for (int i = 0; i < n; i++)
+        if (c[i].member_off < member_off || (c[i].member_off == member_off && c[i].slot < slot))
+            return false;
+    return true;
+}
+
 int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
                       uint64_t *mismatches)
 {
     const struct raid_layout *l = &r->l;
-    uint64_t chunk = l->g.chunk;
+    uint64_t chunk = l->g.chunk, end = member_off + len;
     char *ref = rk_buf_alloc(chunk), *cmp = rk_buf_alloc(chunk);
     int ret = 0;
     if (!ref || !cmp) {
         ret = -ENOMEM;
         goto out;
     }
-    if (l->g.level == RK_LEVEL_RAID1) {
-        for (uint64_t o = member_off; o < member_off + len && o < l->size;) {
-            uint64_t piece = chunk - o % chunk;
-            if (piece > member_off + len - o)
-                piece = member_off + len - o;
-            if (copies_scrub_piece(r, o, piece, repair, mismatches, ref, cmp))
+    /* Every array chunk whose first copy lies in these rows, in member order. */
+    for (uint64_t o = member_off; o < end;) {
+        uint64_t piece = chunk - o % chunk < end - o ? chunk - o % chunk : end - o;
+        for (uint32_t s = 0; s < l->g.members; s++) {
+            uint64_t aoff, run;
+            if (!l->lvl->unmap(l, s, o, piece, &aoff, &run) || !copies_first(l, aoff, s, o))
+                continue;
+            if (copies_scrub_piece(r, aoff, run, repair, mismatches, ref, cmp))
                 ret = -EIO;
-            o += piece;
         }
-        goto out;
-    }
-    /* raid10: every array chunk whose first copy (even position) lies in these rows. */
-    uint64_t n = l->g.members, chunks = l->size / chunk;
-    uint64_t row0 = member_off / chunk, row1 = (member_off + len + chunk - 1) / chunk;
-    for (uint64_t p = row0 * n; p < row1 * n; p++) {
-        if (p % 2 || p / 2 >= chunks)
-            continue;
-        if (copies_scrub_piece(r, p / 2 * chunk, chunk, repair, mismatches, ref, cmp))
-            ret = -EIO;
+        o += piece;
     }
 out:
     free(ref);

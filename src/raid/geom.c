@@ -6,35 +6,31 @@
 #include "core/util.h"
 #include "raid/raid_int.h"
 
-/* Every level raidkit knows (each has an engine implementation in its own file). */
-static const struct {
-    int level;
-    const char *name;
-    const char *alias;
-    uint32_t min_members;
-} raid_levels[] = {
-    {RK_LEVEL_LINEAR, "linear", "linear", 1}, {RK_LEVEL_RAID0, "raid0", "0", 1},
-    {RK_LEVEL_RAID1, "raid1", "1", 2},        {RK_LEVEL_RAID5, "raid5", "5", 3},
-    {RK_LEVEL_RAID6, "raid6", "6", 4},        {RK_LEVEL_RAID10, "raid10", "10", 2},
+/* The level registry: every level raidkit knows, each implemented in its own file. */
+static const struct raid_level *const raid_levels[] = {
+    &raid_level_linear, &raid_level_raid0, &raid_level_raid1,
+    &raid_level_raid5,  &raid_level_raid6, &raid_level_raid10,
 };
 
 #define RAID_NLEVELS (sizeof(raid_levels) / sizeof(raid_levels[0]))
 
-static int raid_level_index(int level)
+const struct raid_level *raid_level_get(int level)
 {
     for (size_t i = 0; i < RAID_NLEVELS; i++)
-        if (raid_levels[i].level == level)
-            return (int)i;
-    return -1;
+        if (raid_levels[i]->level == level)
+            return raid_levels[i];
+    return NULL;
 }
 
+/* A level is named by its name, or by N for a name "raidN". */
 int rk_level_parse(const char *s, int *level)
 {
     if (!s || !level)
         return -EINVAL;
     for (size_t i = 0; i < RAID_NLEVELS; i++) {
-        if (!strcmp(s, raid_levels[i].name) || !strcmp(s, raid_levels[i].alias)) {
-            *level = raid_levels[i].level;
+        const char *name = raid_levels[i]->name;
+        if (!strcmp(s, name) || (!strncmp(name, "raid", 4) && !strcmp(s, name + 4))) {
+            *level = raid_levels[i]->level;
             return 0;
         }
     }
@@ -43,14 +39,14 @@ int rk_level_parse(const char *s, int *level)
 
 const char *rk_level_name(int level)
 {
-    int i = raid_level_index(level);
-    return i < 0 ? "unknown" : raid_levels[i].name;
+    const struct raid_level *lvl = raid_level_get(level);
+    return lvl ? lvl->name : "unknown";
 }
 
 int rk_level_min_members(int level)
 {
-    int i = raid_level_index(level);
-    return i < 0 ? -EINVAL : (int)raid_levels[i].min_members;
+    const struct raid_level *lvl = raid_level_get(level);
+    return lvl ? (int)lvl->min_members : -EINVAL;
 }
 
 int rk_level_max_failed(int level, uint32_t members)
@@ -65,39 +61,23 @@ bool rk_level_write_hole(int level)
     return lvl && lvl->write_hole;
 }
 
-const struct raid_level *raid_level_get(int level)
-{
-    switch (level) {
-    case RK_LEVEL_LINEAR:
-        return &raid_level_linear;
-    case RK_LEVEL_RAID0:
-        return &raid_level_raid0;
-    case RK_LEVEL_RAID1:
-        return &raid_level_raid1;
-    case RK_LEVEL_RAID10:
-        return &raid_level_raid10;
-    case RK_LEVEL_RAID5:
-        return &raid_level_raid5;
-    case RK_LEVEL_RAID6:
-        return &raid_level_raid6;
-    }
-    return NULL;
-}
-
 int rk_raid_geom_check(const struct rk_raid_geom *g, char *err, size_t errlen)
 {
     if (!g) {
         rk_set_err(err, errlen, "no geometry");
         return -EINVAL;
     }
-    int min = rk_level_min_members(g->level);
-    if (min < 0) {
+    const struct raid_level *lvl = raid_level_get(g->level);
+    if (!lvl) {
         rk_set_err(err, errlen, "unknown RAID level %d", g->level);
         return -EINVAL;
     }
-    if (g->members < (uint32_t)min || g->members > RK_MAX_MEMBERS) {
-        rk_set_err(err, errlen, "%s needs %d to %d members, got %u", rk_level_name(g->level), min,
-                   RK_MAX_MEMBERS, g->members);
+    if (g->members < lvl->min_members || g->members > RK_MAX_MEMBERS) {
+        rk_set_err(err, errlen,
+                   "%s needs %u..%d members, got %u (member count %u out of range 1..%d or "
+                   "below the minimum %u of %s)",
+                   lvl->name, lvl->min_members, RK_MAX_MEMBERS, g->members, g->members,
+                   RK_MAX_MEMBERS, lvl->min_members, lvl->name);
         return -EINVAL;
     }
     if (g->chunk < RK_CHUNK_MIN || g->chunk > RK_CHUNK_MAX || (g->chunk & (g->chunk - 1))) {
@@ -108,9 +88,9 @@ int rk_raid_geom_check(const struct rk_raid_geom *g, char *err, size_t errlen)
     for (uint32_t i = 0; i < g->members; i++) {
         if (g->data_size[i] == 0 || g->data_size[i] % g->chunk) {
             rk_set_err(err, errlen,
-                       "slot %u: data size %llu is not a non-zero multiple of the "
-                       "chunk size %u",
-                       i, (unsigned long long)g->data_size[i], g->chunk);
+                       "data size %llu of slot %u is not a non-zero multiple of the chunk "
+                       "size %u",
+                       (unsigned long long)g->data_size[i], i, g->chunk);
             return -EINVAL;
         }
     }
@@ -130,25 +110,19 @@ int raid_layout_init(struct raid_layout *l, const struct rk_raid_geom *g)
 {
     if (rk_raid_geom_check(g, NULL, 0))
         return -EINVAL;
-    const struct raid_level *lvl = raid_level_get(g->level);
-    if (!lvl)
-        return -EOPNOTSUPP;
     memset(l, 0, sizeof(*l));
     l->g = *g;
-    l->lvl = lvl;
+    l->lvl = raid_level_get(g->level);
     l->min_data = raid_min_data(g);
-    lvl->setup(l);
+    l->member_used = l->min_data / g->chunk * g->chunk;
+    l->lvl->setup(l);
     return 0;
 }
 
 uint64_t rk_raid_array_size(const struct rk_raid_geom *g)
 {
     struct raid_layout l;
-    if (rk_raid_geom_check(g, NULL, 0))
-        return 0;
-    if (raid_layout_init(&l, g))
-        return 0;
-    return l.size;
+    return raid_layout_init(&l, g) ? 0 : l.size;
 }
 
 int rk_raid_map(const struct rk_raid_geom *g, uint64_t off, struct rk_raid_extent *copies, int max,

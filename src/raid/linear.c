@@ -1,5 +1,6 @@
 /* linear (JBOD): the slots' data areas concatenated in slot order. No redundancy; one zone per
- * slot so the shared zone mapper does the work. */
+ * slot so the zone mapper of geom.c does the work; requests take the copy-level path. */
+#include "raid/copies.h"
 #include "raid/raid_int.h"
 
 /*
@@ -9,6 +10,7 @@ static void linear_setup(struct raid_layout *l)
 {
     uint64_t start = 0;
     l->nzones = l->g.members;
+    l->member_used = 0;
     for (uint32_t i = 0; i < l->g.members; i++) {
         struct raid_zone *z = &l->zones[i];
         z->array_start = start;
@@ -17,6 +19,8 @@ static void linear_setup(struct raid_layout *l)
         z->nslots = 1;
         z->slots[0] = (uint8_t)i;
         start += z->array_len;
+        if (z->array_len > l->member_used)
+            l->member_used = z->array_len;
     }
     l->size = start;
 }
@@ -42,9 +46,9 @@ const struct raid_level raid_level_linear = {
     .level = RK_LEVEL_LINEAR,
     .name = "linear",
     .min_members = 1,
-    .max_copies = 1,
     .max_failed = linear_max_failed,
     .setup = linear_setup,
     .map = linear_map,
     .survives = linear_survives,
+    .rw = raid_copies_rw,
 };

@@ -1,5 +1,6 @@
 /* raid0: chunks striped across the members, md-style zones for members of unequal size.
- * No redundancy: every member is needed. */
+ * No redundancy: every member is needed. Requests take the copy-level path (one copy). */
+#include "raid/copies.h"
 #include "raid/raid_int.h"
 
 /*
@@ -37,6 +38,7 @@ static void raid0_setup(struct raid_layout *l)
         prev = next;
     }
     l->size = start;
+    l->member_used = prev; /* the largest data size */
 }
 
 static int raid0_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies,
@@ -60,9 +62,9 @@ const struct raid_level raid_level_raid0 = {
     .level = RK_LEVEL_RAID0,
     .name = "raid0",
     .min_members = 1,
-    .max_copies = 1,
     .max_failed = raid0_max_failed,
     .setup = raid0_setup,
     .map = raid0_map,
     .survives = raid0_survives,
+    .rw = raid_copies_rw,
 };

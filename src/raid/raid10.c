@@ -1,7 +1,7 @@
 /* raid10: Linux md "near" layout with 2 copies over any n >= 2 members. Chunk c's copies sit at
  * positions 2c and 2c+1 of a row-major walk over the members (works for odd n too). */
+#include "raid/copies.h"
 #include "raid/raid_int.h"
-#include "raid/rangelock.h"
 
 /*
  * Position p -> slot p % n, member chunk row p / n. With n = 3:
@@ -11,12 +11,14 @@
  *   row 1:   c1      c2      c2
  *   row 2:   c3      c3      c4
  *
- * Every member uses the smallest data size; size = floor(min * n / 2 / chunk) * chunk.
+ * Every member uses the smallest data size; size = floor(min * n / 2 / chunk) * chunk. The
+ * 2 * chunks positions fill ceil(2 * chunks / n) rows of every member.
  */
 static void raid10_setup(struct raid_layout *l)
 {
-    uint64_t chunks = l->min_data / l->g.chunk * l->g.members / 2;
+    uint64_t chunks = l->min_data / l->g.chunk * l->g.members / 2, n = l->g.members;
     l->size = chunks * l->g.chunk;
+    l->member_used = (2 * chunks + n - 1) / n * l->g.chunk;
 }
 
 static int raid10_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies,
@@ -30,6 +32,20 @@ static int raid10_map(const struct raid_layout *l, uint64_t off, struct rk_raid_
     }
     *run = chunk - off % chunk;
     return 2;
+}
+
+/* Row r of slot s is position p = r * n + s, a copy of chunk p / 2 (none past the last chunk:
+ * an odd member count leaves the last position of the last row unused). Runs end at the chunk. */
+static int raid10_unmap(const struct raid_layout *l, uint32_t slot, uint64_t member_off,
+                        uint64_t len, uint64_t *aoff, uint64_t *run)
+{
+    uint64_t chunk = l->g.chunk;
+    uint64_t c = (member_off / chunk * l->g.members + slot) / 2;
+    *run = chunk - member_off % chunk < len ? chunk - member_off % chunk : len;
+    if (c >= l->size / chunk)
+        return 0;
+    *aoff = c * chunk + member_off % chunk;
+    return 1;
 }
 
 static int raid10_max_failed(uint32_t members)
@@ -54,11 +70,12 @@ const struct raid_level raid_level_raid10 = {
     .level = RK_LEVEL_RAID10,
     .name = "raid10",
     .min_members = 2,
-    .max_copies = 2,
     .max_failed = raid10_max_failed,
     .setup = raid10_setup,
     .map = raid10_map,
     .survives = raid10_survives,
+    .rw = raid_copies_rw,
+    .unmap = raid10_unmap,
     .reconstruct = raid_copies_reconstruct,
     .scrub = raid_copies_scrub,
 };

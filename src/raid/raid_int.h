@@ -1,5 +1,5 @@
-/* Internal interface of the RAID engine: the per-level table and the precomputed layout that
- * the pure mapping functions (geom.c) and the I/O engine (engine.c) share. */
+/* Internal interface of the RAID engine: the per-level table (the level registry), the
+ * precomputed layout, the state of an open raid device and the lock order. */
 #ifndef RK_RAID_INT_H
 #define RK_RAID_INT_H
 
@@ -30,40 +30,61 @@ struct raid_layout {
     const struct raid_level *lvl;
     uint64_t size;     /* array bytes */
     uint64_t min_data; /* smallest data_size over the slots */
-    uint32_t nzones;   /* linear/raid0 only */
+    /* Member data-area bytes [0, member_used) the layout uses on its widest slot: the range a
+     * background job (rebuild, scrub) walks. raid_layout_init presets min_data rounded down
+     * to the chunk (every slot uses the same rows); setup() overrides it when the layout uses
+     * more (linear, raid0: the largest slot) or less (raid1, raid10: the rows the array
+     * fills). */
+    uint64_t member_used;
+    uint32_t nzones; /* linear/raid0 only */
     struct raid_zone zones[RK_MAX_MEMBERS];
 };
 
 struct raid_priv;
-struct raid_mgmt;
+struct raid_rangelock;
+struct raid_badtab;
+struct raid_job;
 
 /*
- * One RAID level (SPDK's raid_bdev_module). The engine is generic over "copies": every array
- * byte lives at one place per copy (linear/raid0: 1, raid1: members, raid10: 2); reads pick one
- * live copy, writes go to every live copy. Parity levels will add their own request hook here
- * (with stripe locking) and leave map() for the data placement only.
+ * One RAID level (SPDK's raid_bdev_module): the registry (geom.c) lists one table per level,
+ * and the generic engine (engine.c), the jobs and the public functions reach a level only
+ * through it. Every table fills level, name, min_members, max_failed, setup, map, survives and
+ * rw; the other hooks are optional (NULL).
  */
 struct raid_level {
-    int level;
-    const char *name;
-    uint32_t min_members;
-    uint32_t max_copies; /* upper bound of map()'s copy count (0 = members) */
+    int level;            /* enum rk_level, stored in the superblock */
+    const char *name;     /* "raid1"; rk_level_parse also takes "1" for a name "raid1" */
+    uint32_t min_members; /* smallest member count (rk_raid_geom_check, rk_level_min_members) */
+    uint32_t max_copies;  /* unused; the parity tables still set it (drop both together) */
     /* Members that may be missing while all data stays reachable (guaranteed). */
     int (*max_failed)(uint32_t members);
-    /* Fill l->size (and zones) from l->g, which is already checked. */
+    /* Fill l->size (and zones, member_used) from l->g, which is already checked. */
     void (*setup)(struct raid_layout *l);
-    /* Map array offset off (< l->size); see rk_raid_map. */
+    /* Map array offset off (< l->size); see rk_raid_map. Levels with a reconstruct hook place
+     * array data at non-decreasing member offsets (raid_write_begin relies on it). */
     int (*map)(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies, int max,
                uint64_t *run);
     /* True when every array byte has a copy on a slot in alive (bit i = slot i usable). */
     bool (*survives)(const struct raid_layout *l, uint32_t alive);
     /*
-     * Parity levels (raid5/raid6) handle whole requests themselves, with stripe locking; NULL
-     * for the copy levels, which the generic engine (engine.c raid_rw) serves. op is READ,
-     * WRITE, DISCARD or WRITE_ZEROES; buf is NULL for the last two. Returns 0 or -errno.
+     * The request path: read, write, discard or write-zeroes of array range [off, off+len),
+     * already validated by the rk_dev wrappers (buf is NULL for DISCARD and WRITE_ZEROES; flags
+     * as in struct rk_io). The copy levels use raid_copies_rw (copies.h); parity levels their
+     * own, with stripe locking. Writes take the range lock while a job runs (raid_write_begin).
+     * Returns 0 or -errno (-EIO when some data reached no copy or could not be read).
      */
     int (*rw)(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
               uint32_t flags);
+    /*
+     * Copy levels (map() returns every copy), for raid_copies_reconstruct/scrub: what slot
+     * holds at data-area offset member_off. Returns 1 and sets *aoff to the array offset held
+     * there, or 0 when the layout leaves that place unused (raid10's last row with an odd
+     * member count, rows past the array); either way *run = bytes from member_off (1..len)
+     * with the same answer, contiguous in the array and on each slot that map(*aoff) names
+     * (one read per copy serves the run). NULL elsewhere.
+     */
+    int (*unmap)(const struct raid_layout *l, uint32_t slot, uint64_t member_off, uint64_t len,
+                 uint64_t *aoff, uint64_t *run);
     /*
      * Rebuild and scrub hooks, in member data-area coordinates (both chunk aligned):
      * reconstruct() fills buf with what slot should hold at [member_off, member_off+len) computed
@@ -71,7 +92,9 @@ struct raid_level {
      * slot for consistency (copies equal / parity matches), adds the number of mismatched
      * chunks (copy levels) or stripes (parity levels) to *mismatches and, with repair, rewrites
      * the copies/parity from the data. Both return 0 or -errno (-EIO when the data cannot be
-     * reconstructed). Callers hold the range lock for the range (raid_range_lock).
+     * reconstructed). Callers hold the range lock for the range (raid_range_lock). NULL
+     * reconstruct: the level has no redundancy (no rebuild; its writes take no range lock);
+     * NULL scrub: a scrub only reads every member.
      */
     int (*reconstruct)(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
                        void *buf);
@@ -87,6 +110,26 @@ struct raid_level {
     bool write_hole;
 };
 
+/*
+ * Lock order of a raid device (outer first; a thread holding one never waits for an earlier
+ * one):
+ *
+ *   1. job->lock (job.c: job slot, progress). rk_raid_add_member takes r->fail_lock inside it
+ *      (raid_job_idle_do); no engine code waits for a range or joins a thread while holding it.
+ *   2. a member data-area range (rangelock.h: held across member I/O by a job step or, while
+ *      a job runs, by a foreground write). Holding one, code may take job->lock
+ *      (raid_job_count), the bad-range table lock (raid_bad_add), r->fail_lock, and run
+ *      raid_fail's member_failed callback; it never waits for a second range.
+ *   3. leaves, held briefly and never across I/O or a callback: r->fail_lock (serialises
+ *      rk_raid_fail_slot's "would this lose data" check), rangelock->lock (the range list and
+ *      the drain of unlocked writes), badtab->lock (bad-range appends and listing).
+ *
+ * Slot states and the bad-range entries are read lock-free on the data path. A job thread is
+ * stopped and joined (rk_raid_job_stop/wait, engine close) only by a thread that holds none of
+ * these and is not itself running a job hook or an engine callback (rebuild_done and
+ * rebuild_checkpoint run on the job thread).
+ */
+
 /* The state of one open raid device (rk_dev.priv). */
 struct raid_priv {
     struct raid_layout l;                   /* constant after open */
@@ -97,8 +140,9 @@ struct raid_priv {
     pthread_mutex_t fail_lock;              /* serialises rk_raid_fail_slot's "would this lose
                                              * data" check; never held across a callback */
     void *level_priv;                       /* parity levels: stripe locks, caches */
-    struct raid_mgmt *mgmt;                 /* range lock, bad ranges, rebuild/scrub job
-                                             * (src/raid/rangelock.h) */
+    struct raid_rangelock *rl;              /* range lock (rangelock.h) */
+    struct raid_badtab *bad;                /* recorded unreadable ranges (badrange.h) */
+    struct raid_job *job;                   /* background job slot (job.h) */
 };
 
 extern const struct raid_level raid_level_linear;
@@ -108,22 +152,33 @@ extern const struct raid_level raid_level_raid10;
 extern const struct raid_level raid_level_raid5;
 extern const struct raid_level raid_level_raid6;
 
+/* The device operations of a raid device (engine.c); raid_priv_of tests for them. */
+extern const struct rk_dev_ops raid_dev_ops;
+
+/* The raid state of dev, or NULL when dev is not a raid device (or NULL). */
+static inline struct raid_priv *raid_priv_of(struct rk_dev *dev)
+{
+    return dev && dev->ops == &raid_dev_ops ? dev->priv : NULL;
+}
+
 /* Move slot to FAILED after a member error (enum rk_slot_state); the thread that makes the
  * transition runs the member_failed callback, so it runs once per slot whichever path saw the
- * error first. Caller holds no engine lock. Defined in engine.c, used by every level. */
+ * error first. error 0 means an administrator asked (rk_raid_fail_slot). Caller holds no
+ * engine lock but may hold a range. Defined in engine.c, used by every level. */
 void raid_fail(struct raid_priv *r, uint32_t slot, int error);
 
-/* The table entry of a level, or NULL when the engine has no implementation (yet). */
+/* The registry's table entry of a level, or NULL for an unknown level. */
 const struct raid_level *raid_level_get(int level);
 
-/* Build the layout of a checked geometry; -EINVAL when g is invalid, -EOPNOTSUPP when the
- * level has no engine implementation. */
+/* Build the layout of geometry g into *l; -EINVAL when g is invalid (rk_raid_geom_check). */
 int raid_layout_init(struct raid_layout *l, const struct rk_raid_geom *g);
 
-/* Zone helpers shared by linear and raid0. */
+/* The zone mapper shared by linear and raid0: map off through l->zones (see map()); runs end at
+ * the zone's end (run_to_zone_end) or at the chunk's. Returns 1. */
 int raid_zone_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies, int max,
                   uint64_t *run, bool run_to_zone_end);
 
+/* Smallest data size over the slots of g, in bytes. */
 static inline uint64_t raid_min_data(const struct rk_raid_geom *g)
 {
     uint64_t m = g->data_size[0];
@@ -151,6 +206,7 @@ static inline uint32_t raid_slot_mask(struct raid_priv *r, uint32_t states)
     return m;
 }
 
+/* Every slot of an array of members slots (bit i = slot i). */
 static inline uint32_t raid_all_mask(uint32_t members)
 {
     return members >= 32 ? 0xffffffffu : (1u << members) - 1;

@@ -1,17 +1,23 @@
-/* The scrub driver: walk the members' data areas in steps under the range lock, let the level's
- * scrub hook compare (and repair) copies or parity, and read everything on levels without one. */
+/* The scrub job (job.h): walk the members' data areas in steps, let the level's scrub hook
+ * compare (and repair) copies or parity, and read everything on levels without one. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/util.h"
-#include "raid/rangelock.h"
+#include "raid/job.h"
+
+struct scrub_ctx {
+    bool repair;
+    char *buf; /* one step, for levels without a scrub hook */
+};
 
 /* Levels without redundancy: read the step on every live member, count read errors. */
 static int scrub_read_all(struct raid_priv *r, uint64_t pos, uint64_t len, char *buf)
 {
     const struct rk_raid_geom *g = &r->l.g;
-    uint32_t active = raid_active_mask(r);
+    uint32_t active = raid_slot_mask(r, RAID_STATES_READ);
     int ret = 0;
     for (uint32_t s = 0; s < g->members; s++) {
         if (!(active & (1u << s)) || pos >= g->data_size[s])
@@ -26,21 +32,14 @@ static int scrub_read_all(struct raid_priv *r, uint64_t pos, uint64_t len, char 
     return ret;
 }
 
-void *raid_scrub_thread(void *arg)
+static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t end)
 {
-    struct raid_priv *r = arg;
-    struct raid_mgmt *m = r->mgmt;
-    bool repair = m->prog.repair;
-    uint64_t pos = m->prog.start, end = m->prog.end;
-    uint64_t step = raid_job_step(r, m->prog.rate_limit);
-    char *buf = r->l.lvl->scrub ? NULL : rk_buf_alloc(step);
-    int err = r->l.lvl->scrub || buf ? 0 : -ENOMEM;
-
-    rk_info("scrub (%s) started over %llu bytes of each member", repair ? "repair" : "check",
+    struct scrub_ctx *c = ctx;
+    rk_info("scrub (%s) started over %llu bytes of each member", c->repair ? "repair" : "check",
             (unsigned long long)end);
     /* Where no redundant copy or parity is left there is nothing to compare: say so rather
      * than let "0 mismatches" read like a clean bill of health. */
-    int missing = (int)r->l.g.members - __builtin_popcount(raid_active_mask(r));
+    int missing = (int)r->l.g.members - __builtin_popcount(raid_slot_mask(r, RAID_STATES_READ));
     int tolerated = r->l.lvl->max_failed(r->l.g.members);
     if (tolerated == 0)
         rk_warn("scrub: %s has no redundancy: it reads everything and reports read errors only",
@@ -49,38 +48,85 @@ void *raid_scrub_thread(void *arg)
         rk_warn("scrub: the array is degraded (%d of %u slots unavailable): data without a "
                 "remaining copy or parity is only read, not compared",
                 missing, r->l.g.members);
-    while (!err && pos < end) {
-        if (atomic_load(&m->stop)) {
-            err = -EINTR;
-            break;
-        }
-        uint64_t len = end - pos < step ? end - pos : step, mm = 0;
-        struct raid_range lk;
-        raid_range_lock(r, &lk, pos, len);
-        int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, repair, &mm)
-                                 : scrub_read_all(r, pos, len, buf);
-        raid_range_unlock(r, &lk);
-        pthread_mutex_lock(&m->lock);
-        m->prog.mismatches += mm;
-        if (repair)
-            m->prog.repaired += mm;
-        if (rc == -EIO)
-            m->prog.bad_ranges++;
-        pthread_mutex_unlock(&m->lock);
-        if (rc && rc != -EIO)
-            err = rc;
-        pos += len;
-        raid_job_advance(r, pos);
-    }
-    free(buf);
-    pthread_mutex_lock(&m->lock);
-    uint64_t mm = m->prog.mismatches, bad = m->prog.bad_ranges;
-    pthread_mutex_unlock(&m->lock);
+}
+
+/* Read errors count as bad ranges and the scrub goes on; other errors end it. */
+static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len)
+{
+    struct scrub_ctx *c = ctx;
+    uint64_t mm = 0;
+    int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair, &mm)
+                             : scrub_read_all(r, pos, len, c->buf);
+    raid_job_count(r, mm, c->repair ? mm : 0, rc == -EIO);
+    return rc == -EIO ? 0 : rc;
+}
+
+struct scrub_result {
+    int err;
+    uint64_t mismatches, bad_ranges;
+};
+
+/* Under the job lock: read the counters; a finished scrub becomes the last scrub's result. */
+static void scrub_record(struct rk_raid_progress *p, void *arg)
+{
+    struct scrub_result *res = arg;
+    res->mismatches = p->mismatches;
+    res->bad_ranges = p->bad_ranges;
+    if (res->err)
+        return;
+    p->scrubbed = true;
+    p->last_mismatches = p->mismatches;
+    p->last_repaired = p->repaired;
+    p->last_errors = p->bad_ranges;
+    p->last_finished = (int64_t)time(NULL);
+}
+
+static int scrub_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
+{
+    struct scrub_ctx *c = ctx;
+    struct scrub_result res = {.err = err};
+    raid_job_update(r, scrub_record, &res);
     if (err)
         rk_warn("scrub stopped: %s", strerror(-err));
     else
-        rk_info("scrub finished: %llu mismatches%s, %llu unreadable ranges", (unsigned long long)mm,
-                repair ? " (repaired)" : "", (unsigned long long)bad);
-    raid_job_finish(r, err);
-    return NULL;
+        rk_info("scrub finished: %llu mismatches%s, %llu unreadable ranges",
+                (unsigned long long)res.mismatches, c->repair ? " (repaired)" : "",
+                (unsigned long long)res.bad_ranges);
+    free(c->buf);
+    free(c);
+    return err;
+}
+
+static const struct raid_job_ops scrub_ops = {
+    .kind = RK_JOB_SCRUB,
+    .begin = scrub_begin,
+    .step = scrub_step,
+    .finish = scrub_finish,
+};
+
+int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r)
+        return -EINVAL;
+    struct scrub_ctx *c = calloc(1, sizeof(*c));
+    if (c && !r->l.lvl->scrub)
+        c->buf = rk_buf_alloc(raid_job_step_bytes(r, rate));
+    if (!c || (!r->l.lvl->scrub && !c->buf)) {
+        free(c);
+        return -ENOMEM;
+    }
+    c->repair = repair;
+    struct raid_job_spec spec = {.ops = &scrub_ops,
+                                 .ctx = c,
+                                 .start = 0,
+                                 .end = r->l.member_used,
+                                 .rate = rate,
+                                 .repair = repair};
+    int ret = raid_job_start(r, &spec);
+    if (ret) {
+        free(c->buf);
+        free(c);
+    }
+    return ret;
 }
