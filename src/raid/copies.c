@@ -9,7 +9,7 @@
 #include "raid/badrange.h"
 #include "raid/copies.h"
 
-/* Read [moff, moff+len) of the data held by slot from another ACTIVE copy into buf.
+/* Read array range [aoff, aoff+len), which slot holds too, from another ACTIVE copy into buf.
  * -ENODEV: no other copy is active at all; -EIO: every active copy failed to read. */
 static int copies_read_other(struct raid_priv *r, uint32_t slot, uint64_t aoff, uint64_t len,
                              char *buf)

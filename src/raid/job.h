@@ -9,9 +9,9 @@
  * (rangelock.h), calls ops->step, unlocks, calls ops->checkpoint when one is due, updates the
  * progress and sleeps while ahead of the rate limit (woken at once by a stop).
  *
- * Lock order (see raid_int.h): job->lock first; a job step holds its range while it may take
- * job->lock (raid_job_count), the bad-range lock and fail_lock; job->lock is never held while
- * waiting for a range, for the drain of unlocked writes or for a thread to end.
+ * Lock order (raid_int.h): range -> level locks -> job->lock -> fail_lock. A step holds its
+ * range and may take job->lock (raid_job_count), the bad-range lock and fail_lock; job->lock is
+ * never held while waiting for a range, for the drain of unlocked writes or for a thread to end.
  */
 #ifndef RK_RAID_JOB_H
 #define RK_RAID_JOB_H

@@ -111,23 +111,28 @@ struct raid_level {
 };
 
 /*
- * Lock order of a raid device (outer first; a thread holding one never waits for an earlier
- * one):
+ * Lock order of a raid device (outer first: a thread holding one may take a later one, never
+ * wait for an earlier one):
  *
- *   1. job->lock (job.c: job slot, progress). rk_raid_add_member takes r->fail_lock inside it
- *      (raid_job_idle_do); no engine code waits for a range or joins a thread while holding it.
- *   2. a member data-area range (rangelock.h: held across member I/O by a job step or, while
- *      a job runs, by a foreground write). Holding one, code may take job->lock
- *      (raid_job_count), the bad-range table lock (raid_bad_add), r->fail_lock, and run
- *      raid_fail's member_failed callback; it never waits for a second range.
- *   3. leaves, held briefly and never across I/O or a callback: r->fail_lock (serialises
- *      rk_raid_fail_slot's "would this lose data" check), rangelock->lock (the range list and
- *      the drain of unlocked writes), badtab->lock (bad-range appends and listing).
+ *   1. a member data-area range (rangelock.h): held across member I/O by a job step, and by a
+ *      foreground write while a job runs; nobody waits for a second range while holding one.
+ *   2. a level's own locks and buffers (r->level_priv: raid5/6 stripe locks, buffer pool): a
+ *      write takes its range (raid_write_begin) before any of them, since a job step that
+ *      holds a range needs them to make progress.
+ *   3. job->lock (job.c: job slot, progress): a step holding a range takes it to count
+ *      (raid_job_count); rk_raid_add_member takes r->fail_lock inside it (raid_job_idle_do).
+ *      Never held while waiting for a range, for the drain of unlocked writes or for a job
+ *      thread to end.
+ *   4. leaves, held briefly and never across I/O or a callback: r->fail_lock (serialises
+ *      rk_raid_fail_slot's "would this lose data" check and slot replacement), rangelock->lock
+ *      (the range list, the drain of unlocked writes), badtab->lock (bad-range appends,
+ *      drops and listing).
  *
- * Slot states and the bad-range entries are read lock-free on the data path. A job thread is
- * stopped and joined (rk_raid_job_stop/wait, engine close) only by a thread that holds none of
- * these and is not itself running a job hook or an engine callback (rebuild_done and
- * rebuild_checkpoint run on the job thread).
+ * raid_fail's member_failed callback runs with no lock of this list held, except possibly a
+ * range (a failed write or repair inside a job step or a locked write). Slot states and the
+ * bad-range entries are read lock-free on the data path. A job thread is stopped and joined
+ * (rk_raid_job_stop/wait, engine close) only by a thread that holds none of these and is not
+ * the job thread itself (rebuild_checkpoint and rebuild_done run on it).
  */
 
 /* The state of one open raid device (rk_dev.priv). */
