@@ -12,11 +12,11 @@
 #include "raid/rangelock.h"
 
 /*
- * The engine names no level: a request goes to the level's rw hook (copies.h for linear, raid0,
- * raid1 and raid10; the parity levels' own), the layout comes from the level registry
- * (geom.c). Slot states are atomics and the data path takes no engine lock; fail_lock only
- * serialises rk_raid_fail_slot's "would this lose data" check against itself. The lock order
- * is written down in raid_int.h.
+ * The engine names no level: a request goes to the level's rw hook (raid_copies_rw for the
+ * copy levels, the parity levels' own), the layout comes from the level registry (geom.c). Slot
+ * states are atomics and the data path takes no engine lock; fail_lock only serialises
+ * rk_raid_fail_slot's "would this lose data" check against itself. The lock order is written down
+ * in raid_int.h.
  */
 
 void raid_fail(struct raid_priv *r, uint32_t slot, int error)
