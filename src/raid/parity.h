@@ -1,7 +1,8 @@
 /* RAID5/RAID6 parity kernels and recovery: P (XOR) and Q (Linux md RAID6 code over GF(2^8)),
  * read-modify-write updates, and rebuild of 1 or 2 lost blocks with cached ISA-L decode tables.
  *
- * The code (DESIGN §3) is exactly Linux md's RAID6, as ISA-L pq_gen computes it:
+ * The code is exactly Linux md's RAID6 (H. Peter Anvin, "The mathematics of RAID-6"), as
+ * ISA-L pq_gen computes it:
  *
  *     P = D_0 ^ D_1 ^ ... ^ D_{n-1}
  *     Q = g^0·D_0 ^ g^1·D_1 ^ ... ^ g^{n-1}·D_{n-1}      GF(2^8), polynomial 0x11d, g = 2

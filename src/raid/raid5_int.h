@@ -1,0 +1,228 @@
+/*
+ * Internal interface of the raid5/raid6 level, shared by its files (dependencies one way):
+ *
+ *   raid5_layout.c   stripe geometry: parity/data slot of a stripe, setup/map/survives
+ *   raid5_io.c       member I/O batches of one stripe window, request scratch, parity helpers
+ *   raid5_cache.c    the stripe data cache (write-through, for adjacent sequential writes)
+ *   raid5_read.c     reads, degraded reads and the window recovery that rebuild/scrub reuse
+ *   raid5_write.c    writes (read-modify-write / reconstruct-write), zeroing and discard
+ *   raid5_rebuild.c  the rebuild (reconstruct) and scrub hooks
+ *   raid5.c          the request hook, open/close and the level tables
+ *
+ * Layout (docs/FORMAT.md "raid5, raid6"): member chunk row s of every slot forms stripe s.
+ * Stripe s has parity P on slot p = n-1 - s mod n, for raid6 Q on (p+1) mod n, and data chunk k
+ * (k = 0..nd-1, nd = n - nparity) on slot (p + nparity + k) mod n; array chunk c is data chunk
+ * c mod nd of stripe c div nd. This is md's ALGORITHM_LEFT_SYMMETRIC (raid5_compute_sector),
+ * and data chunk k has Q coefficient g^k as in md.
+ *
+ * Inside a stripe, blocks are numbered as parity.h wants them: data 0..nd-1, then P (nd), then
+ * Q (nd+1). Masks are over block numbers unless named slot masks (bit i = slot i).
+ *
+ * Request flow: a request is cut per stripe; each stripe is handled under its stripe lock in
+ * column windows of at most R5_WIN bytes (bounded work buffers), one batch of parallel member
+ * reads, the parity computation, then one batch of parallel member writes. Healthy reads go
+ * straight to the data chunks without any lock.
+ *
+ * Lock order (no cycles): member range lock (writes, only while a rebuild/scrub job runs; the
+ * job holds it around reconstruct/scrub) -> one pool buffer -> stripe locks (one call of
+ * stripe_lock_range at a time). Degraded reads take a buffer, then a stripe lock. Nothing waits
+ * for a buffer or a range lock while holding a stripe lock. The cache table lock is innermost and
+ * only held for lookups; an entry's data is guarded by the stripe lock of its row, plus a busy
+ * mark (set under the table lock) so that no other row can take the entry over while in use.
+ *
+ * Every function below takes a raid_priv / r5_req of an open raid5/raid6 device; offsets and
+ * lengths are bytes; "member offset" means an offset inside a slot's data area (data_offset is
+ * added when member I/O is issued).
+ */
+#ifndef RK_RAID5_INT_H
+#define RK_RAID5_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raid/parity.h"
+#include "raid/raid_int.h"
+#include "raid/stripe.h"
+
+/* Largest column window processed at once: bounds the work buffer at (n + 2) * R5_WIN. */
+#define R5_WIN (1024u * 1024u)
+/* Memory budget for the stripe buffer pool (at least 2 buffers are always allocated). */
+#define R5_POOL_BYTES (64u * 1024u * 1024u)
+/* Direct member reads per round of a read request (bounded stack use). */
+#define R5_ROUND 64
+/* Stripe data cache: at most this many stripes, and at most this many bytes in all. */
+#define R5_CACHE_ENTRIES 8
+#define R5_CACHE_BYTES   (32u * 1024u * 1024u)
+#define R5_NO_ROW        UINT64_MAX
+/* Member I/O of one batch: one stripe window (at most one read or write per block, plus
+ * repairs), or the writes of a run of whole stripes. */
+#define R5_BATCH_IOS (2 * RK_MAX_MEMBERS)
+
+/* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set. */
+struct r5_centry {
+    uint64_t row;  /* R5_NO_ROW = unused */
+    uint64_t used; /* LRU tick */
+    uint32_t valid;
+    bool busy; /* in use by the holder of row's stripe lock */
+    char *data;
+};
+
+struct r5_cache {
+    pthread_mutex_t lock; /* row, used and busy of every entry */
+    int n;                /* 0 = cache off */
+    uint64_t tick;
+    struct r5_centry e[R5_CACHE_ENTRIES];
+    char *mem;
+};
+
+/* r->level_priv of a raid5/raid6 device. */
+struct r5_priv {
+    struct stripe_locks locks;
+    struct stripe_pool pool;
+    struct rk_parity_ctx *pctx;
+    uint64_t win; /* column window: min(chunk, R5_WIN) */
+    char *zero;   /* win bytes of zeros: the source of partial-stripe write-zeroes */
+    struct r5_cache cache;
+};
+
+/* Where the blocks of one stripe live. */
+struct r5_geo {
+    uint32_t n, nd, np;
+    uint64_t row; /* stripe number = member chunk row */
+    uint32_t slot[RK_MAX_MEMBERS];
+    uint32_t blk_of_slot[RK_MAX_MEMBERS];
+};
+
+/* One request's scratch: a pool buffer (taken on first use) and a completion batch. */
+struct r5_req {
+    struct raid_priv *r;
+    struct r5_priv *p;
+    char *buf;
+    struct rk_io_batch batch;
+    uint32_t wflags; /* flags of member writes (RK_WRITE_FUA) */
+};
+
+/* The member ios of one batch and the slot of each. */
+struct r5_ios {
+    int n;
+    struct rk_io io[R5_BATCH_IOS];
+    uint32_t slot[R5_BATCH_IOS];
+};
+
+/* One column window [lo, hi) of one stripe a write covers: the touched columns [a[k], b[k]) of
+ * each data chunk (a == b: untouched) and the bytes to write there (src[k], NULL if untouched). */
+struct r5_wwin {
+    uint64_t lo, hi;
+    uint64_t a[RK_MAX_MEMBERS], b[RK_MAX_MEMBERS];
+    const char *src[RK_MAX_MEMBERS];
+};
+
+/* How a write window computes its parity: read-modify-write, reconstruct-write, or rebuild the
+ * missing blocks first (a block it needs is on a slot that cannot be read). */
+enum r5_mode { R5_RMW, R5_RCW, R5_RECOVER };
+
+/* ---- raid5_layout.c ---- */
+
+/* Parity blocks per stripe of layout l: 1 (raid5) or 2 (raid6). */
+uint32_t r5_nparity(const struct raid_layout *l);
+/* Array bytes of one stripe: chunk * (members - nparity). */
+uint64_t r5_stripe_bytes(const struct raid_layout *l);
+/* Fill *g with the slots of the blocks of stripe row (see the layout above). */
+void r5_geo(const struct raid_layout *l, uint64_t row, struct r5_geo *g);
+/* Level hooks (raid_int.h struct raid_level): array size, mapping of one array offset to its
+ * data chunk (always 1 copy), and "at most nparity slots gone". */
+void r5_setup(struct raid_layout *l);
+int r5_map(const struct raid_layout *l, uint64_t off, struct rk_raid_extent *copies, int max,
+           uint64_t *run);
+bool r5_survives(const struct raid_layout *l, uint32_t alive);
+/* Blocks of stripe g whose member range [moff, moff+len) can be read: ACTIVE slot, and not
+ * recorded unreadable by a rebuild (such bytes are rebuilt from the others or give EIO). */
+uint32_t r5_blk_readable(struct raid_priv *r, const struct r5_geo *g, uint64_t moff, uint64_t len);
+/* The block mask of stripe g that covers the slots in slot mask slots. */
+uint32_t r5_blk_mask_of_slots(const struct r5_geo *g, uint32_t slots);
+/* Is the data of r still reachable with the slots now ACTIVE? */
+bool r5_alive(struct raid_priv *r);
+
+/* ---- raid5_io.c ---- */
+
+/* Start a request's scratch for r (no buffer yet); wflags are the flags of its member writes.
+ * End it with r5_req_done, which returns the buffer to the pool. */
+void r5_req_init(struct r5_req *q, struct raid_priv *r, uint32_t wflags);
+/* Take a pool buffer for q unless it has one (may wait for one: hold no stripe lock). */
+void r5_req_buf(struct r5_req *q);
+void r5_req_done(struct r5_req *q);
+/* Block b's window buffer inside q's pool buffer (q->p->win bytes; b may be n or n+1, the
+ * scrub's scratch parity). q must hold a buffer. */
+char *r5_blk(struct r5_req *q, uint32_t b);
+/* Append one member io to v: op on slot's member at member offset moff, len bytes from/to buf
+ * (NULL for write-zeroes); buf stays owned by the caller until v has run. */
+void r5_io_add(struct r5_ios *v, struct raid_priv *r, uint32_t slot, enum rk_op op, uint32_t flags,
+               void *buf, uint64_t len, uint64_t moff);
+/* Submit every io of v in parallel and wait; returns the slot mask of the ios that failed. */
+uint32_t r5_io_run(struct r5_req *q, struct r5_ios *v);
+/* Fail every slot whose io in v failed (a slot that missed a write no longer holds its data). */
+void r5_fail_writes(struct r5_req *q, struct r5_ios *v);
+/* Run the writes in v; the slots that fail them are failed. Returns 0, or -EIO when the array
+ * lost data by that; *failed (may be NULL) tells whether any write failed. */
+int r5_io_write(struct r5_req *q, struct r5_ios *v, bool *failed);
+/* Parity of nd data blocks of len bytes: P into p and, with np == 2, Q into qb. */
+void r5_parity_gen(uint32_t np, uint32_t nd, uint64_t len, void **data, void *p, void *qb);
+/* Rebuild the blocks in mask missing (at most g->np) of stripe g in q's block buffers from the
+ * others (len bytes each). Returns 0 or -EIO. */
+int r5_recover_blocks(struct r5_req *q, const struct r5_geo *g, uint64_t len, uint32_t missing);
+
+/* ---- raid5_cache.c ---- */
+
+/* Allocate p's cache for r (R5_CACHE_ENTRIES x stripe bytes, capped at R5_CACHE_BYTES; off
+ * below 2 entries, when the chunk exceeds the window, or without memory) / free it. */
+void r5c_open(struct raid_priv *r, struct r5_priv *p);
+void r5c_close(struct r5_priv *p);
+/* The entry of row (caller holds row's stripe lock), marked busy; with create, a free or the
+ * least recently used idle entry is taken over (empty). NULL when there is none. Release it
+ * with r5c_put (NULL is fine). */
+struct r5_centry *r5c_get(struct r5_priv *p, uint64_t row, bool create);
+void r5c_put(struct r5_priv *p, struct r5_centry *e);
+/* Forget rows [row, row+count) (caller holds their stripe locks, so none of them is busy). */
+void r5c_drop(struct r5_priv *p, uint64_t row, uint64_t count);
+/* True when stripe g may use the cache: every slot ACTIVE and nothing recorded unreadable. */
+bool r5c_usable(struct raid_priv *r, const struct r5_geo *g);
+/* After a successful write of window w in mode: record in ce every data chunk whose whole
+ * content is now known (touched: data blocks written; need: blocks the reconstruct-write
+ * assembled in q's buffers). */
+void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
+                struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need);
+
+/* ---- raid5_read.c ---- */
+
+/* Read array range [off, off+len) into buf (q from r5_req_init). Returns 0 or -EIO. */
+int r5_read(struct r5_req *q, char *buf, uint64_t len, uint64_t off);
+/*
+ * Read the blocks of stripe g that are not in excl (and are readable) over columns [lo, hi)
+ * into q's block buffers, and rebuild the others (want, and whatever else is missing) with the
+ * parity code; caller holds the stripe lock and q a buffer. Read errors exclude that block too
+ * and retry. Returns 0 with every block of want valid in its buffer, or -EIO when more blocks
+ * are missing than the parity covers. *bad_out (may be NULL) gets the blocks whose reads failed.
+ */
+int r5_recover_window(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi,
+                      uint32_t want, uint32_t excl, uint32_t *bad_out);
+/* Write back the blocks in bad (their buffers now hold the right content) over columns
+ * [lo, hi) of stripe g; a slot that cannot take the repair write is failed. */
+void r5_repair(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi, uint32_t bad);
+
+/* ---- raid5_write.c ---- */
+
+/* Write buf (NULL: zeros) over array range [off, off+len). Returns 0 or -EIO. */
+int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off);
+/* Discard (zero false) or write-zeroes (flags: RK_WRITE_FUA | RK_ZERO_NO_HOLE) over array
+ * range [off, off+len). Returns 0 or -EIO. */
+int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t flags);
+
+/* ---- raid5_rebuild.c ---- */
+
+/* The level's reconstruct and scrub hooks (raid_int.h struct raid_level). */
+int r5_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
+                   void *out);
+int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+             uint64_t *mismatches);
+
+#endif
