@@ -1,7 +1,7 @@
 /* raid5 and raid6 stripe geometry: where the data and parity blocks of a stripe live, the array
  * size and mapping, and which blocks of a stripe can be read (see raid5_int.h for the layout). */
 #include "raid/raid5_int.h"
-#include "raid/rangelock.h"
+#include "raid/badrange.h"
 
 uint32_t r5_nparity(const struct raid_layout *l)
 {

@@ -6,7 +6,7 @@
 
 #include "core/util.h"
 #include "raid/raid5_int.h"
-#include "raid/rangelock.h"
+#include "raid/badrange.h"
 
 int r5_recover_window(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi,
                       uint32_t want, uint32_t excl, uint32_t *bad_out)

@@ -55,7 +55,6 @@ struct raid_level {
     int level;            /* enum rk_level, stored in the superblock */
     const char *name;     /* "raid1"; rk_level_parse also takes "1" for a name "raid1" */
     uint32_t min_members; /* smallest member count (rk_raid_geom_check, rk_level_min_members) */
-    uint32_t max_copies;  /* unused; the parity tables still set it (drop both together) */
     /* Members that may be missing while all data stays reachable (guaranteed). */
     int (*max_failed)(uint32_t members);
     /* Fill l->size (and zones, member_used) from l->g, which is already checked. */

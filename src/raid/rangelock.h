@@ -8,9 +8,6 @@
 #include <stdint.h>
 
 #include "raid/raid_int.h"
-/* Transitional: raid5.c gets raid_bad_hit through this header; drop the include once the
- * parity files include raid/badrange.h themselves. */
-#include "raid/badrange.h"
 
 /*
  * One holder (or waiter) of a member data-area range, on the caller's stack: no allocation on
