@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/util.h"
-#include "meta/control.h"
+#include "ctl/control.h"
 #include "raidkit/emul.h"
 #include "raidkit/nbd.h"
 #include "raidkit/volume.h"
