@@ -34,6 +34,16 @@ static const char *ctl_job_state(int s)
     }
 }
 
+/* Print o as one JSON line (no newline) and free it. NULL for NULL o or on ENOMEM. */
+static char *ctl_print(cJSON *o)
+{
+    if (!o)
+        return NULL;
+    char *t = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return t;
+}
+
 char *rk_control_error(const char *fmt, ...)
 {
     char msg[600];
@@ -46,9 +56,7 @@ char *rk_control_error(const char *fmt, ...)
         return NULL;
     cJSON_AddBoolToObject(o, "ok", false);
     cJSON_AddStringToObject(o, "error", msg);
-    char *t = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return t;
+    return ctl_print(o);
 }
 
 /* {"ok":true} plus key:msg when key is non-NULL. NULL on ENOMEM. */
@@ -60,9 +68,7 @@ static char *ctl_ok(const char *key, const char *msg)
     cJSON_AddBoolToObject(o, "ok", true);
     if (key)
         cJSON_AddStringToObject(o, key, msg);
-    char *t = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return t;
+    return ctl_print(o);
 }
 
 /* A non-negative integer field; -1 when absent or bad. */
@@ -198,9 +204,7 @@ static char *ctl_status(struct rk_volume *v, const cJSON *req)
     }
     cJSON_AddBoolToObject(o, "ok", true);
     cJSON_AddItemToObject(o, "status", st);
-    char *t = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return t;
+    return ctl_print(o);
 }
 
 /* The "slot" field of a fail/replace request: 0 and *slot, or an error reply in *reply. */

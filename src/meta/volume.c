@@ -104,6 +104,8 @@ static int vol_check_scan(const struct meta_scan *s, char *err, size_t errlen)
     }
     return 0;
 }
+/* Wrap the member of each opts fault slot in a fault member (once per slot) and apply its spec.
+ * 0 or -errno with err (-EINVAL for a slot without member or a bad spec). */
 static int vol_apply_faults(struct rk_volume *v, const struct rk_open_opts *o, char *err,
                             size_t errlen)
 {

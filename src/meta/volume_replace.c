@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 
 #include "core/util.h"
@@ -62,23 +61,6 @@ static int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *
             }
         }
     }
-    return 0;
-}
-
-static int vol_random_uuid(uint8_t *u)
-{
-    size_t got = 0;
-    while (got < RK_UUID_LEN) {
-        ssize_t r = getrandom(u + got, RK_UUID_LEN - got, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        got += (size_t)r;
-    }
-    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
-    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
     return 0;
 }
 
@@ -154,7 +136,7 @@ static int vol_replace_record(struct rk_volume *v, uint32_t slot, const char *pa
 {
     pthread_mutex_lock(&v->lock);
     struct rk_sb_slot old = v->sb.slots[slot];
-    int r = vol_random_uuid(v->sb.slots[slot].uuid);
+    int r = meta_random_uuid(v->sb.slots[slot].uuid);
     if (!r) {
         v->sb.slots[slot].state = RK_SLOT_REBUILDING;
         v->sb.slots[slot].rebuild_offset = 0;
