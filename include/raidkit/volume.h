@@ -40,8 +40,8 @@ struct rk_open_opts {
     bool degraded;  /* allow starting with members missing (within the level's redundancy) */
     bool read_only; /* open members read-only; the volume refuses writes */
     bool force;     /* start dirty+degraded arrays anyway */
-    /* Fault injection (tests/debugging, the CLI's --debug-fault): spec i applies to the
-     * member given as paths[fault_member[i]]... by slot number. */
+    /* Fault injection (tests/debugging, the CLI's --debug-fault): fault_spec[i] applies to
+     * the member in slot fault_slot[i], i < nfaults (a fault wrapper above any device model). */
     int nfaults;
     uint32_t fault_slot[RK_MAX_MEMBERS];
     const char *fault_spec[RK_MAX_MEMBERS]; /* rk_fault_apply_spec syntax */
@@ -61,8 +61,13 @@ struct rk_volume;
  * Assemble an array from member paths given in any order: read every superblock, check magic,
  * version, checksum and bounds, group by array UUID (a member of another array is refused,
  * naming the file and both UUIDs), drop stale members (lower event counter; named), place
- * members by slot, check the level's redundancy (missing members need opts->degraded), mark the
- * array dirty, and build the raid device. Returns 0 and *out, or -errno with one line in err.
+ * members by slot, check the level's redundancy (missing members need opts->degraded; a dirty
+ * degraded array of a level with a write hole needs opts->force), stack device models and
+ * fault wrappers on the members, start the raid device, mark the array dirty (not read-only
+ * volumes) and resume recorded rebuilds. Every refusal comes before the first superblock
+ * write. Returns 0 and *out, or -errno with one line in err: -EINVAL bad arguments or fault spec,
+ * -ENODEV no usable member or too many missing, -EUCLEAN dirty and degraded without force, -ENOMEM,
+ * I/O errors.
  */
 int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
                    struct rk_volume **out, char *err, size_t errlen);
@@ -97,8 +102,9 @@ const char *rk_volume_member_path(struct rk_volume *v, uint32_t slot);
 int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
                       char *err, size_t errlen);
 
-/* Describe the volume as JSON text (malloc'ed, caller frees): level, size, chunk, members with
- * path and state, event counter, degraded flag. NULL on ENOMEM. */
+/* Describe the volume as JSON text (malloc'ed, caller frees): array UUID, name, level, size,
+ * chunk, event counter, clean/was_dirty/read_only flags, every slot with path, state, data size
+ * and I/O mode, degraded flag. NULL for NULL v or on ENOMEM. */
 char *rk_volume_status_json(struct rk_volume *v);
 
 /*

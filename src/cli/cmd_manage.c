@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 #include "core/util.h"
-#include "meta/control.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 

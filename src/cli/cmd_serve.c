@@ -10,7 +10,7 @@
 
 #include "cli/cli.h"
 #include "core/util.h"
-#include "meta/control.h"
+#include "ctl/control.h"
 #include "raidkit/emul.h"
 #include "raidkit/nbd.h"
 #include "raidkit/volume.h"
@@ -55,7 +55,39 @@ static void serve_on_signal(int sig)
         rk_nbd_server_stop(serve_server);
 }
 
-int cli_serve(int argc, char **argv)
+/* The parsed command line of serve. */
+struct serve_opts {
+    struct rk_open_opts oo;
+    struct rk_emul_params emul; /* oo.emul points here with --emulate */
+    struct rk_nbd_opts no;
+    const char *control; /* --control PATH, NULL without */
+};
+
+/* --debug-fault SLOT:SPEC into oo. 0 or CLI_EXIT_USAGE with a message. */
+static int serve_fault(struct rk_open_opts *oo, const char *arg)
+{
+    const char *colon = strchr(arg, ':');
+    char slot[16];
+    uint64_t v;
+    size_t sl = colon ? (size_t)(colon - arg) : 0;
+    if (!colon || sl == 0 || sl >= sizeof(slot) || oo->nfaults >= RK_MAX_MEMBERS) {
+        fprintf(stderr, "raidkit serve: bad --debug-fault '%s' (SLOT:SPEC)\n", arg);
+        return CLI_EXIT_USAGE;
+    }
+    memcpy(slot, arg, sl);
+    slot[sl] = '\0';
+    if (rk_parse_u64(slot, &v) || v >= RK_MAX_MEMBERS) {
+        fprintf(stderr, "raidkit serve: bad slot in --debug-fault '%s'\n", arg);
+        return CLI_EXIT_USAGE;
+    }
+    oo->fault_slot[oo->nfaults] = (uint32_t)v;
+    oo->fault_spec[oo->nfaults] = colon + 1;
+    oo->nfaults++;
+    return 0;
+}
+
+/* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
+static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
     enum { OPT_DEBUG_FAULT = 1000, OPT_EMULATE, OPT_REBUILD_RATE };
     static const struct option longopts[] = {
@@ -72,10 +104,6 @@ int cli_serve(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct rk_open_opts oo = {0};
-    struct rk_emul_params emul;
-    struct rk_nbd_opts no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"};
-    const char *control = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":L:e:rdft:c:h", longopts, NULL)) != -1) {
@@ -87,61 +115,46 @@ int cli_serve(int argc, char **argv)
                         optarg);
                 return CLI_EXIT_USAGE;
             }
-            no.listen = optarg;
+            o->no.listen = optarg;
             break;
         case 'e':
             if (strlen(optarg) > 4096) {
                 fprintf(stderr, "raidkit serve: export name longer than 4096 bytes\n");
                 return CLI_EXIT_USAGE;
             }
-            no.export_name = optarg;
+            o->no.export_name = optarg;
             break;
         case 'r':
-            oo.read_only = no.read_only = true;
+            o->oo.read_only = o->no.read_only = true;
             break;
         case 'd':
-            oo.degraded = true;
+            o->oo.degraded = true;
             break;
         case 'f':
-            oo.force = true;
+            o->oo.force = true;
             break;
         case 't':
             if (rk_parse_u64(optarg, &v) || v < 1 || v > 1024) {
                 fprintf(stderr, "raidkit serve: bad --threads '%s' (1..1024)\n", optarg);
                 return CLI_EXIT_USAGE;
             }
-            no.threads = (int)v;
+            o->no.threads = (int)v;
             break;
-        case OPT_DEBUG_FAULT: {
-            const char *colon = strchr(optarg, ':');
-            char slot[16];
-            size_t sl = colon ? (size_t)(colon - optarg) : 0;
-            if (!colon || sl == 0 || sl >= sizeof(slot) || oo.nfaults >= RK_MAX_MEMBERS) {
-                fprintf(stderr, "raidkit serve: bad --debug-fault '%s' (SLOT:SPEC)\n", optarg);
+        case OPT_DEBUG_FAULT:
+            if (serve_fault(&o->oo, optarg))
                 return CLI_EXIT_USAGE;
-            }
-            memcpy(slot, optarg, sl);
-            slot[sl] = '\0';
-            if (rk_parse_u64(slot, &v) || v >= RK_MAX_MEMBERS) {
-                fprintf(stderr, "raidkit serve: bad slot in --debug-fault '%s'\n", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            oo.fault_slot[oo.nfaults] = (uint32_t)v;
-            oo.fault_spec[oo.nfaults] = colon + 1;
-            oo.nfaults++;
             break;
-        }
         case OPT_EMULATE: {
             char eerr[512] = "";
-            if (rk_emul_profile_load(optarg, &emul, eerr, sizeof(eerr))) {
+            if (rk_emul_profile_load(optarg, &o->emul, eerr, sizeof(eerr))) {
                 fprintf(stderr, "raidkit serve: --emulate: %s\n", eerr);
                 return CLI_EXIT_USAGE;
             }
-            oo.emul = &emul;
+            o->oo.emul = &o->emul;
             break;
         }
         case 'c':
-            control = optarg;
+            o->control = optarg;
             break;
         case OPT_REBUILD_RATE:
             if (rk_parse_u64(optarg, &v) || v > 1024 * 1024) {
@@ -149,11 +162,11 @@ int cli_serve(int argc, char **argv)
                         optarg);
                 return CLI_EXIT_USAGE;
             }
-            oo.rebuild_rate = v * 1024 * 1024;
+            o->oo.rebuild_rate = v * 1024 * 1024;
             break;
         case 'h':
             fputs(serve_usage, stdout);
-            return CLI_EXIT_OK;
+            return -1;
         case ':':
             fprintf(stderr, "raidkit serve: option '%s' needs a value\n", argv[optind - 1]);
             return CLI_EXIT_USAGE;
@@ -163,15 +176,16 @@ int cli_serve(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
     }
-    int n = argc - optind;
-    if (n <= 0) {
-        fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
-        return CLI_EXIT_USAGE;
-    }
+    return 0;
+}
 
+/* Assemble the n members, serve them (and the control socket) until a signal, close. */
+static int serve_run(struct serve_opts *o, int n, char **members)
+{
+    struct rk_nbd_opts *no = &o->no;
     char err[512] = "";
     struct rk_volume *vol = NULL;
-    int r = rk_volume_open((const char *const *)argv + optind, n, &oo, &vol, err, sizeof(err));
+    int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
         return CLI_EXIT_FAIL;
@@ -180,25 +194,25 @@ int cli_serve(int argc, char **argv)
     char desc[320], sz[32];
     snprintf(desc, sizeof(desc), "raidkit %s, %s", dev->name,
              rk_format_size(dev->size, sz, sizeof(sz)));
-    no.description = desc;
+    no->description = desc;
 
     struct rk_nbd_server *srv = NULL;
-    r = rk_nbd_server_create(dev, &no, &srv, err, sizeof(err));
+    r = rk_nbd_server_create(dev, no, &srv, err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
         rk_volume_close(vol);
         return CLI_EXIT_FAIL;
     }
     struct rk_control *ctl = NULL;
-    if (control) {
-        r = rk_control_start(control, vol, &ctl, err, sizeof(err));
+    if (o->control) {
+        r = rk_control_start(o->control, vol, &ctl, err, sizeof(err));
         if (r) {
             fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
             rk_nbd_server_destroy(srv);
             rk_volume_close(vol);
             return CLI_EXIT_FAIL;
         }
-        rk_info("control socket on %s", control);
+        rk_info("control socket on %s", o->control);
     }
     serve_server = srv;
     struct sigaction sa = {.sa_handler = serve_on_signal};
@@ -208,7 +222,7 @@ int cli_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     rk_info("serving %s (%s, block size %" PRIu32 ") as export '%s' on %s%s", dev->name, sz,
-            dev->block_size, no.export_name, no.listen, no.read_only ? ", read-only" : "");
+            dev->block_size, no->export_name, no->listen, no->read_only ? ", read-only" : "");
     r = rk_nbd_server_run(srv);
     serve_server = NULL;
     rk_info("stopping: flushing members and marking the array clean");
@@ -221,4 +235,18 @@ int cli_serve(int argc, char **argv)
     }
     rk_info("stopped cleanly");
     return CLI_EXIT_OK;
+}
+
+int cli_serve(int argc, char **argv)
+{
+    struct serve_opts o = {.no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"}};
+    int r = serve_parse(argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    int n = argc - optind;
+    if (n <= 0) {
+        fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    return serve_run(&o, n, argv + optind);
 }

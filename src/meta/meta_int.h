@@ -1,5 +1,5 @@
-/* Internals shared by the volume code (create, assembly, info): reading and writing one member's
- * superblock, and sorting a set of members into usable / stale / foreign / broken. */
+/* Internals shared by the volume code (create, assembly, replace, info): reading and writing one
+ * member's superblock, and sorting a set of members into usable / stale / foreign / broken. */
 #ifndef RK_META_INT_H
 #define RK_META_INT_H
 
@@ -53,6 +53,10 @@ void meta_scan_close(struct meta_scan *s);
 
 /* Short names of the classes: "ok", "unreadable", "corrupt", "foreign", "stale", ... */
 const char *meta_class_name(enum meta_class c);
+
+/* Fill the RK_UUID_LEN bytes at u with a random RFC 4122 version 4 UUID (getrandom, retried on
+ * EINTR). 0 or -errno. */
+int meta_random_uuid(uint8_t *u);
 
 /* Fill sb's per-member fields (slot, member UUID, data size) for slot. */
 void meta_sb_for_slot(struct rk_sb *sb, uint32_t slot);

@@ -1,5 +1,5 @@
-/* Superblock I/O on one member and the classification of a set of members (usable, stale,
- * foreign, corrupt, ...) shared by assembly (volume.c) and info (info.c). */
+/* Superblock I/O on one member, new member UUIDs, and the classification of a set of members
+ * (usable, stale, foreign, corrupt, ...) shared by assembly (volume.c) and info (info.c). */
 #include "meta/meta_int.h"
 
 #include <errno.h>
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "core/util.h"
 #include "raidkit/member.h"
@@ -52,6 +53,23 @@ void meta_sb_for_slot(struct rk_sb *sb, uint32_t slot)
     sb->slot = slot;
     memcpy(sb->member_uuid, sb->slots[slot].uuid, RK_UUID_LEN);
     sb->data_size = sb->slots[slot].data_size;
+}
+
+int meta_random_uuid(uint8_t *u)
+{
+    size_t got = 0;
+    while (got < RK_UUID_LEN) {
+        ssize_t r = getrandom(u + got, RK_UUID_LEN - got, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -errno;
+        }
+        got += (size_t)r;
+    }
+    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* RFC 4122 version 4 */
+    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+    return 0;
 }
 
 const char *meta_class_name(enum meta_class c)

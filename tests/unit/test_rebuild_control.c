@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "core/util.h"
-#include "meta/control.h"
+#include "ctl/control.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 

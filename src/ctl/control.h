@@ -1,9 +1,12 @@
-/* The control socket of a served volume: a unix-socket server thread that answers one JSON
- * request per line with one JSON reply per line (commands status, fail, replace, scrub). */
-#ifndef RK_META_CONTROL_H
-#define RK_META_CONTROL_H
+/* The control socket of a served volume, a front end over the volume (meta) and its raid
+ * device: a unix-socket server thread (control.c) that answers one JSON request per line with
+ * one JSON reply per line (commands.c: status, fail, replace, scrub). */
+#ifndef RK_CTL_CONTROL_H
+#define RK_CTL_CONTROL_H
 
 #include <stddef.h>
+
+#include <cjson/cJSON.h>
 
 #include "raidkit/volume.h"
 
@@ -21,7 +24,8 @@ struct rk_control;
  *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S}
  *   {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S}
  * Replies: {"ok":true,...} or {"ok":false,"error":"one line"}; status adds "status":{...}.
- * Returns 0 and *out, or -errno with one line in err.
+ * v must stay open until rk_control_stop. Returns 0 and *out, or -errno with one line in err:
+ * -EINVAL bad path length, -EEXIST a non-socket file at path, -ENOMEM, socket/thread errors.
  */
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen);
@@ -33,7 +37,15 @@ void rk_control_stop(struct rk_control *c);
  * JSON without newline (malloc'ed, caller frees), NULL on ENOMEM. */
 char *rk_control_handle(struct rk_volume *v, const char *line);
 
-/* The live status document of v (what "status" replies with), as cJSON text; NULL on ENOMEM. */
-char *rk_control_status_json(struct rk_volume *v);
+/*
+ * The live status document of v (the "status" of a status reply): rk_volume_status_tree
+ * extended with each slot's "rebuild_percent" (while rebuilt) and "io" counters, "job",
+ * "last_scrub" and "bad_ranges". A new tree (caller frees with cJSON_Delete); NULL on ENOMEM.
+ */
+cJSON *rk_control_status_tree(struct rk_volume *v);
+
+/* The error reply {"ok":false,"error":"<printf of fmt>"} (message truncated to 599 bytes), as
+ * JSON text without newline (malloc'ed, caller frees); NULL on ENOMEM. */
+char *rk_control_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -1,0 +1,67 @@
+/* The assembled volume shared by the volume files: struct rk_volume, and how its state changes
+ * reach the member superblocks (volume_record.c). Assembly and close are volume.c, the status
+ * document volume_status.c, online replace volume_replace.c. */
+#ifndef RK_META_VOLUME_INT_H
+#define RK_META_VOLUME_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "meta/meta_int.h"
+#include "raidkit/raid.h"
+#include "raidkit/volume.h"
+
+/* Devices a replaced slot held (file, device model, fault wrapper), kept open until close. */
+#define VOL_RETIRED_DEVS 3
+
+struct rk_volume {
+    /* Protects sb and every superblock write. Taken by the engine's event callbacks (an I/O
+     * thread of the raid engine, outside engine locks), by close, status and replace; never
+     * held while calling into the raid engine's data path. */
+    pthread_mutex_t lock;
+    struct rk_sb sb; /* newest state; per-member fields are filled per write */
+    struct rk_raid_geom geom;
+    char *paths[RK_MAX_MEMBERS];         /* path of the member in each slot, NULL when none */
+    struct rk_dev *file[RK_MAX_MEMBERS]; /* rk_file_open device of each slot */
+    struct rk_dev *emu[RK_MAX_MEMBERS];  /* device model over file (opts->emul), else NULL */
+    struct rk_dev *top[RK_MAX_MEMBERS];  /* fault wrapper over emu/file, or emu, or file */
+    struct rk_dev *raid;
+    struct rk_dev *ro; /* read-only filter over raid (read_only volumes), else NULL */
+    bool read_only;
+    bool was_dirty; /* dirty at open: the last shutdown was unclean */
+    /* Online replace: devices that held a replaced slot stay open until the raid device is
+     * closed (I/O to them may be in flight). */
+    struct rk_dev *retired[RK_MAX_MEMBERS][VOL_RETIRED_DEVS];
+    uint32_t file_flags; /* RK_FILE_* flags members are opened with (also new members) */
+    bool bad_overflow;   /* warned that the engine holds more bad ranges than the table */
+};
+
+/*
+ * Write the in-memory superblock to every slot that is active or rebuilding and has a device,
+ * raising utime; raw writes to the member files, past device models and fault wrappers. Caller
+ * holds v->lock (or owns v alone). Returns 0 or the first -errno; a member whose write fails
+ * is logged, and the others are still written.
+ */
+int vol_write_sbs(struct rk_volume *v, bool raw);
+
+/*
+ * Copy the engine's bad ranges (rk_raid_bad_ranges) into the superblock's bad-range table,
+ * raising the event counter when the table changed. Caller holds v->lock. Returns true when it
+ * changed (the caller writes the superblocks).
+ */
+bool vol_sync_bad(struct rk_volume *v);
+
+/* Remove slot's entries from the superblock's bad-range table (the slot is replaced). Caller
+ * holds v->lock. */
+void vol_drop_bad(struct rk_volume *v, uint32_t slot);
+
+/* Give the engine the bad ranges of the superblock (assembly, before any I/O); a range the
+ * engine refuses is logged. */
+void vol_load_bad(struct rk_volume *v);
+
+/* The engine event callbacks of v (member failed, rebuild checkpoint, rebuild done), which
+ * record each change in the superblocks; for rk_raid_open. */
+struct rk_raid_events vol_events(struct rk_volume *v);
+
+#endif
