@@ -12,9 +12,7 @@
 #include <cmocka.h>
 
 #include "raidkit/raid.h"
-
-#define KiB 1024ull
-#define MiB (1024ull * 1024ull)
+#include "rk_test.h"
 
 /* Reference layout: for each array chunk, its copies, filled by walking the layout's definition
  * (docs/FORMAT.md) one chunk at a time rather than by formula. */
