@@ -150,8 +150,8 @@ static inline void rk_test_bad_heal(struct rk_test_bad *b, uint64_t len, uint64_
         b->bad_lo = b->bad_hi = 0;
 }
 
-static inline int rk_test_bad_write(struct rk_dev *dev, const void *buf, uint64_t len,
-                                    uint64_t off, uint32_t flags)
+static inline int rk_test_bad_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
+                                    uint32_t flags)
 {
     struct rk_test_bad *b = dev->priv;
     b->writes++;

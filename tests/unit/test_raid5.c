@@ -626,7 +626,7 @@ static void test_rebuilding_slot(void **state)
 
 /* ---- field cases ---- */
 
-/* cases.md C05: RAID5 of 3, chunk 4 KiB; partial-stripe and boundary-crossing writes read back
+/* Case C05: RAID5 of 3, chunk 4 KiB; partial-stripe and boundary-crossing writes read back
  * exactly, healthy and with each member missing in turn. */
 static void test_C05_partial_stripe(void **state)
 {
@@ -664,7 +664,7 @@ static void test_C05_partial_stripe(void **state)
     }
 }
 
-/* cases.md C06: RAID5 3 x 1 MiB, chunk 64 KiB, stamped. Discard [64K, 68K) and [128K, 384K),
+/* Case C06: RAID5 3 x 1 MiB, chunk 64 KiB, stamped. Discard [64K, 68K) and [128K, 384K),
  * fail m0, read [0, 512K): outside the discards intact, inside zeros or old data; parity
  * consistent (scrub finds 0 mismatched stripes). */
 static void test_C06_discard_parity(void **state)

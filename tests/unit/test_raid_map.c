@@ -320,7 +320,7 @@ static void test_level_names(void **state)
     assert_int_equal(rk_level_max_failed(3, 5), -EINVAL);
 }
 
-/* cases.md C02: the raid0 layout over unequal members is pinned by a committed golden table. */
+/* Case C02: the raid0 layout over unequal members is pinned by a committed golden table. */
 static void test_C02_unequal_members(void **state)
 {
     const char *src = getenv("RAIDKIT_SOURCE_DIR");
