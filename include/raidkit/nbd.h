@@ -1,5 +1,6 @@
-/* raidkit NBD server: exports one rk_dev over the NBD protocol (../shared/nbd-proto.md), fixed
- * newstyle handshake, structured replies, many connections, out-of-order replies. */
+/* raidkit NBD server: exports one rk_dev over the NBD protocol (the public spec, NBD protocol
+ * "Fixed newstyle negotiation" and "Transmission"; docs/CLI.md "NBD"): fixed newstyle
+ * handshake, structured replies, many connections, out-of-order replies. */
 #ifndef RAIDKIT_NBD_H
 #define RAIDKIT_NBD_H
 

@@ -1,4 +1,4 @@
-/* NBD fixed newstyle handshake (nbd-proto.md "Fixed newstyle negotiation", "Option types"):
+/* NBD fixed newstyle handshake (NBD protocol, "Fixed newstyle negotiation", "Option types"):
  * greets the client, answers options until GO or EXPORT_NAME picks the export, or it leaves. */
 #include <errno.h>
 #include <stdatomic.h>
@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "nbd/nbd_int.h"
 #include "nbd/proto.h"
+#include "nbd/wire.h"
 
 /* Send one option reply: 20-byte header plus optional payload (two parts, either may be 0). */
 static int hs_reply(struct nbd_conn *c, uint32_t opt, uint32_t type, const void *p1, size_t l1,

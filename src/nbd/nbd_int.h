@@ -1,5 +1,9 @@
-/* Internal state of the NBD server shared by its three files: server.c (listen, accept, worker
- * pool, lifecycle), handshake.c (option haggling) and transmit.c (requests and replies). */
+/* Internal state of the NBD server shared by its files. Calls go one way:
+ *   server.c (listen, accept, lifecycle) -> handshake.c, transmit.c, pool.c
+ *   handshake.c (option haggling)        -> wire.c
+ *   transmit.c (requests and replies)    -> wire.c, pool.c
+ *   pool.c (worker pool, service clock)  -> nothing: it runs requests through srv->pool_run
+ *   wire.c (socket helpers, wire.h)      -> nothing */
 #ifndef RK_NBD_INT_H
 #define RK_NBD_INT_H
 
@@ -8,7 +12,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/uio.h>
 
 #include "raidkit/device.h"
 #include "raidkit/nbd.h"
@@ -81,7 +84,9 @@ struct rk_nbd_server {
     int stop_fd;     /* eventfd written by rk_nbd_server_stop */
     char *unix_path; /* socket file to unlink at destroy, NULL for TCP */
 
-    /* Worker pool: queue of requests ready to execute. q_lock protects q_* and pool_stop. */
+    /* Worker pool (pool.c): queue of requests ready to execute, run by pool_run (set by
+     * nbd_pool_start). q_lock protects q_* and pool_stop. */
+    void (*pool_run)(struct nbd_req *r);
     pthread_mutex_t q_lock;
     pthread_cond_t q_cond;
     struct nbd_req *q_head, *q_tail;
@@ -106,28 +111,30 @@ struct rk_nbd_server {
     atomic_bool stopping; /* stop requested: handshakes refuse, readers stop reading */
 };
 
-/* handshake.c: negotiate with a new client. 0 = enter transmission, <0 = close it. */
+/* handshake.c: negotiate with a new client on c->fd (sets c->structured, c->no_zeroes).
+ * 0 = enter transmission; <0 = close the connection (-errno of the socket, -EPROTO for a
+ * protocol violation, -ECONNABORTED for NBD_OPT_ABORT, -ENOENT/-ESHUTDOWN/-E2BIG). */
 int nbd_handshake(struct nbd_conn *c);
 
 /* transmit.c: the reader loop of one connection in transmission phase; returns when the client
  * disconnects (every outstanding request has then finished and been answered). */
 void nbd_conn_serve(struct nbd_conn *c);
-/* transmit.c: run one queued request and send its reply (worker thread). */
+/* transmit.c: run one request read by nbd_conn_serve, send its reply and give r back to its
+ * connection's free list (r must not be used afterwards). The pool's run callback. */
 void nbd_req_execute(struct nbd_req *r);
 
-/* server.c: hand a request to the worker pool. */
+/* pool.c: start srv->nthreads workers that run queued requests with run(r). 0 when at least
+ * one worker started; -ENOMEM (nothing started, nothing to stop); -EAGAIN when no thread
+ * could be created (call nbd_pool_stop all the same). */
+int nbd_pool_start(struct rk_nbd_server *srv, void (*run)(struct nbd_req *r));
+/* pool.c: let the workers finish the queue, then join and free them. */
+void nbd_pool_stop(struct rk_nbd_server *srv);
+/* pool.c: queue r (owned by the pool until run) and wake a worker if one is needed. */
 void nbd_pool_push(struct rk_nbd_server *srv, struct nbd_req *r);
-/* server.c: true in worker pool threads. */
+/* pool.c: run r now in the calling thread through srv->pool_run, timing it (monotonic clock)
+ * into srv->svc_ewma_ns like a worker does. */
+void nbd_pool_run(struct rk_nbd_server *srv, struct nbd_req *r);
+/* pool.c: true in worker pool threads. */
 extern __thread bool nbd_in_worker;
-/* server.c: monotonic clock, and feeding one service time into srv->svc_ewma_ns. */
-uint64_t nbd_now_ns(void);
-void nbd_svc_sample(struct rk_nbd_server *srv, int64_t dt_ns);
-
-/* Socket helpers (transmit.c): whole-buffer receive and vectored send; 0 or -errno
- * (-ECONNRESET for EOF). */
-int nbd_recv_all(int fd, void *buf, size_t len);
-int nbd_send_iov(int fd, struct iovec *iov, int n);
-/* Read and throw away len bytes. */
-int nbd_drain(int fd, uint64_t len);
 
 #endif

@@ -1,4 +1,4 @@
-/* NBD wire constants (../shared/nbd-proto.md "Values"): magics, flags, option, reply, command
+/* NBD wire constants (NBD protocol, "Values"): magics, flags, option, reply, command
  * and error codes. Everything on the wire is big-endian. */
 #ifndef RK_NBD_PROTO_H
 #define RK_NBD_PROTO_H

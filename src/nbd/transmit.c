@@ -1,5 +1,6 @@
-/* NBD transmission phase (nbd-proto.md "Transmission", "Request types", "Error values"): the
- * per-connection reader validates each request once, workers run it and reply out of order. */
+/* NBD transmission phase (NBD protocol, "Transmission", "Request types", "Error values"): the
+ * per-connection reader validates each request once, pool.c's workers run it and reply out of
+ * order. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,61 +10,7 @@
 #include "core/util.h"
 #include "nbd/nbd_int.h"
 #include "nbd/proto.h"
-
-int nbd_recv_all(int fd, void *buf, size_t len)
-{
-    uint8_t *p = buf;
-    while (len) {
-        ssize_t n = recv(fd, p, len, MSG_WAITALL);
-        if (n == 0)
-            return -ECONNRESET;
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-int nbd_send_iov(int fd, struct iovec *iov, int n)
-{
-    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
-    for (;;) {
-        ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        /* Partial send: skip what went out and send the rest. */
-        size_t done = (size_t)w;
-        while (msg.msg_iovlen && done >= msg.msg_iov->iov_len) {
-            done -= msg.msg_iov->iov_len;
-            msg.msg_iov++;
-            msg.msg_iovlen--;
-        }
-        if (!msg.msg_iovlen)
-            return 0;
-        msg.msg_iov->iov_base = (uint8_t *)msg.msg_iov->iov_base + done;
-        msg.msg_iov->iov_len -= done;
-    }
-}
-
-int nbd_drain(int fd, uint64_t len)
-{
-    uint8_t scratch[16384];
-    while (len) {
-        size_t n = len < sizeof(scratch) ? (size_t)len : sizeof(scratch);
-        int r = nbd_recv_all(fd, scratch, n);
-        if (r)
-            return r;
-        len -= n;
-    }
-    return 0;
-}
+#include "nbd/wire.h"
 
 /* The only place -errno becomes an NBD error value. */
 static uint32_t nbd_errno(int r)
@@ -361,9 +308,7 @@ void nbd_conn_serve(struct nbd_conn *c)
             /* The device answers in microseconds (memory, page cache): running the request
              * here is cheaper than waking a worker. A slow request raises the mean and sends
              * the following ones back to the pool, where they run concurrently. */
-            uint64_t t0 = nbd_now_ns();
-            nbd_req_execute(r);
-            nbd_svc_sample(srv, (int64_t)(nbd_now_ns() - t0));
+            nbd_pool_run(srv, r);
             continue;
         }
         nbd_pool_push(srv, r);

@@ -29,7 +29,7 @@ rk_create --level raid1 "${M[0]}" "${M[1]}"
 CTL="$T/ctl"
 rk_serve --control "$CTL" "${M[0]}" "${M[1]}"
 rk_stamp 1 0 $SIZE
-"$RAIDKIT" fail --slot 1 --control "$CTL" >/dev/null || rk_fail "fail slot 1"
+mg_fail 1
 rk_stamp 2 0 $SIZE
 rk_stop
 rk_serve --control "$CTL" "${M[0]}" "${M[1]}"
@@ -48,9 +48,8 @@ SIZE=$((32 * MiB))
 rk_create --level raid1 "${M[0]}" "${M[1]}"
 rk_serve --control "$CTL" "${M[0]}" "${M[1]}"
 rk_stamp 3 0 $SIZE
-"$RAIDKIT" fail --slot 1 --control "$CTL" >/dev/null || rk_fail "fail slot 1"
-"$RAIDKIT" replace --slot 1 --with "${M[2]}" --rate 4 --control "$CTL" >/dev/null 2>"$T/err" ||
-    rk_fail "replace: $(cat "$T/err")"
+mg_fail 1
+mg_replace 1 "${M[2]}" 4
 sleep 3.5
 mg_status
 pos=$(mg_q "s['job']['pos']")
@@ -87,7 +86,7 @@ mg_status
 [ "$(mg_q "s['slots'][1]['io']['reads']")" = "$reads0" ] || rk_fail "the rebuilding member served reads"
 mg_wait_job 30
 [ "$(mg_slot_state 1)" = active ] || rk_fail "slot 1 not active after the resumed rebuild"
-"$RAIDKIT" fail --slot 0 --control "$CTL" >/dev/null || rk_fail "fail slot 0"
+mg_fail 0
 rk_verify 0 $SIZE 3
 rk_stop
 echo PASS

@@ -1,30 +1,19 @@
 #!/bin/bash
-# C04_raid5: cases.md C04 for the parity levels. A stamped raid5 of 4 (and raid6 of 5) assembles
+# C04_raid5: case C04 for the parity levels. A stamped raid5 of 4 (and raid6 of 5) assembles
 # with the members listed as m2 m0 m3 m1, under new file names, refuses a member of another
 # array naming both UUIDs, and with one member missing (shuffled, --degraded) reads correctly.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_init
-
-uuid_of() # MEMBER...: the array UUID from info --json, lower case without dashes
-{
-    rk_info_json "$@" >"$T/uuid.json"
-    rk_info_get array_uuid uuid "$T/uuid.json" | tr -d '-' | tr 'A-F' 'a-f' ||
-        rk_fail "no array_uuid in info --json: $(cat "$T/uuid.json")"
-}
 
 for level in raid5 raid6; do
     n=4
     [ "$level" = raid6 ] && n=5
     rk_log "=== $level of $n"
     mkdir "$T/$level"
-    M=()
-    for ((i = 0; i < n; i++)); do
-        truncate -s 16M "$T/$level/m$i"
-        M+=("$T/$level/m$i")
-    done
+    rk_members "$n" 16M "$level/m"
     rk_create --level "$level" --chunk 32K "${M[@]}"
     size=$(rk_array_size "${M[@]}") || exit 1
-    uuid=$(uuid_of "${M[@]}") || exit 1
+    uuid=$(rk_array_uuid "${M[@]}") || exit 1
     rk_serve "${M[@]}"
     rk_stamp 1 0 "$size"
     rk_stop
@@ -51,13 +40,9 @@ for level in raid5 raid6; do
     rk_stop
 
     # A member of another array in slot 1's place: refused, naming the file and both UUIDs.
-    F=()
-    for ((i = 0; i < n; i++)); do
-        truncate -s 16M "$T/$level/f$i"
-        F+=("$T/$level/f$i")
-    done
+    rk_members "$n" 16M "$level/f" F
     rk_create --level "$level" --chunk 32K "${F[@]}"
-    fuuid=$(uuid_of "${F[@]}") || exit 1
+    fuuid=$(rk_array_uuid "${F[@]}") || exit 1
     sums=$(rk_sums "${M[@]}" "${F[@]}")
     mixed=("${M[@]}")
     mixed[1]="$T/$level/f1"

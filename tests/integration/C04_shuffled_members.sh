@@ -5,25 +5,14 @@
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_init
 
-uuid_of() # MEMBER...: the array UUID from info --json, lower case without dashes
-{
-    rk_info_json "$@" >"$T/uuid.json"
-    rk_info_get array_uuid uuid "$T/uuid.json" | tr -d '-' | tr 'A-F' 'a-f' ||
-        rk_fail "no array_uuid in info --json: $(cat "$T/uuid.json")"
-}
-
 for level in raid0 raid1 raid10; do
     rk_log "=== $level"
     rm -rf "${T:?}/$level"
     mkdir "$T/$level"
-    M=()
-    for i in 0 1 2 3; do
-        truncate -s 32M "$T/$level/m$i"
-        M+=("$T/$level/m$i")
-    done
+    rk_members 4 32M "$level/m"
     rk_create --level "$level" "${M[@]}"
     size=$(rk_array_size "${M[@]}") || exit 1
-    uuid=$(uuid_of "${M[@]}") || exit 1
+    uuid=$(rk_array_uuid "${M[@]}") || exit 1
 
     rk_serve "${M[@]}"
     rk_stamp 1 0 "$size"
@@ -46,13 +35,9 @@ for level in raid0 raid1 raid10; do
     rk_stop
 
     # A member of another array: refused, naming the file and both array UUIDs.
-    F=()
-    for i in 0 1 2 3; do
-        truncate -s 32M "$T/$level/f$i"
-        F+=("$T/$level/f$i")
-    done
+    rk_members 4 32M "$level/f" F
     rk_create --level "$level" "${F[@]}"
-    fuuid=$(uuid_of "${F[@]}") || exit 1
+    fuuid=$(rk_array_uuid "${F[@]}") || exit 1
     [ "$fuuid" != "$uuid" ] || rk_fail "two created arrays share the UUID $uuid"
     sums=$(rk_sums "${M[@]}" "${F[@]}")
     rk_serve_refused 'f1' "${M[2]}" "${M[0]}" "$T/$level/f1" "${M[3]}" "${M[1]}"
@@ -85,7 +70,7 @@ for level in raid0 raid1 raid10; do
     [ "$(rk_sums "${M[@]}")" = "$sums" ] || rk_fail "a refused create changed member files"
     rk_log "create refused as expected: $(head -n 2 "$T/create.err")"
     rk_create --force --level "$level" "${M[@]}"
-    nuuid=$(uuid_of "${M[@]}") || exit 1
+    nuuid=$(rk_array_uuid "${M[@]}") || exit 1
     [ "$nuuid" != "$uuid" ] || rk_fail "create --force kept the old array UUID"
     rk_serve "${M[@]}"
     rk_stamp 2 0 "$size"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# C05_partial_stripe: cases.md C05 through the NBD server. RAID5 of 3, chunk 4 KiB, stamped:
+# C05_partial_stripe: case C05 through the NBD server. RAID5 of 3, chunk 4 KiB, stamped:
 # writes of 512 B at 512, 4 KiB at 2 KiB, 8 KiB at 4 KiB and 12 KiB at 0 read back exactly,
 # healthy and then with each member missing in turn.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"

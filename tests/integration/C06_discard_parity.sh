@@ -1,5 +1,5 @@
 #!/bin/bash
-# C06_discard_parity: cases.md C06 through the NBD server. RAID5 of 3 x 1 MiB data, chunk 64K,
+# C06_discard_parity: case C06 through the NBD server. RAID5 of 3 x 1 MiB data, chunk 64K,
 # stamped; NBD TRIM of [64K, 68K) and [128K, 384K); scrub finds 0 mismatched stripes; with m0
 # missing, [0, 512K) reads back intact outside the discards and zeros or old data inside.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"

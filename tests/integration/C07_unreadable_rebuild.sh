@@ -36,7 +36,7 @@ rk_stamp 1 0 $SIZE
 rk_stop
 CTL="$T/ctl"
 rk_serve --control "$CTL" --debug-fault "0:read-eio=$((MiB + BAD))+4096" "${M[0]}" "${M[1]}"
-"$RAIDKIT" fail --slot 1 --control "$CTL" >/dev/null || rk_fail "fail slot 1"
+mg_fail 1
 timeout 60 "$RAIDKIT" replace --slot 1 --with "${M[2]}" --wait --control "$CTL" >/dev/null \
     2>"$T/rep.err" || rk_fail "replace did not finish cleanly: $(cat "$T/rep.err")"
 mg_status
@@ -91,9 +91,8 @@ rk_members 3 17M v
 rk_create --level raid1 "${M[0]}" "${M[1]}"
 rk_serve --control "$CTL" "${M[0]}" "${M[1]}"
 rk_stamp 1 0 $SIZE
-"$RAIDKIT" fail --slot 1 --control "$CTL" >/dev/null || rk_fail "fail slot 1"
-"$RAIDKIT" replace --slot 1 --with "${M[2]}" --rate 4 --control "$CTL" >/dev/null 2>"$T/err" ||
-    rk_fail "replace: $(cat "$T/err")"
+mg_fail 1
+mg_replace 1 "${M[2]}" 4
 sleep 1.5
 truncate -s 0 "${M[0]}" # the disk is gone: every read fails
 mg_wait_job 30

@@ -2,12 +2,11 @@
 # The end-to-end RAID10 job (scripts/demo-raid10.sh, `make demo-raid10`) as a test: four members,
 # nbdinfo, an ext4 image through nbdcopy + e2fsck, fio --verify=crc32c, then a degraded restart
 # that still reads the image back identical. Shorter fio run than the interactive job.
-set -u
+. "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 for t in fio nbdinfo nbdcopy mke2fs e2fsck /usr/bin/python3; do
     command -v "$t" >/dev/null 2>&1 || [ -x "$t" ] || PATH=$PATH:/usr/sbin command -v "$t" \
-        >/dev/null 2>&1 || { echo "SKIP: $t not installed"; exit 77; }
+        >/dev/null 2>&1 || rk_skip "$t not installed"
 done
-dir=$(mktemp -d /tmp/rk-demo-test.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
-DEMO_DIR=$dir/run FIO_RUNTIME=${FIO_RUNTIME:-5} MEMBER_SIZE=128M FIO_SIZE=48M \
+rk_init_tmp rk-demo-test
+DEMO_DIR=$T/run FIO_RUNTIME=${FIO_RUNTIME:-5} MEMBER_SIZE=128M FIO_SIZE=48M \
     bash "$RAIDKIT_SOURCE_DIR/scripts/demo-raid10.sh" "$RAIDKIT"

@@ -59,8 +59,8 @@ refused 'No such file' replace --slot 1 --with "$T/absent" --control "$CTL"
 mg_status
 [ "$(mg_q "s['event']")" = "$event0" ] || rk_fail "a refused command changed the event counter"
 
-"$RAIDKIT" fail --slot 1 --control "$CTL" >/dev/null || rk_fail "fail slot 1"
-"$RAIDKIT" fail --slot 2 --control "$CTL" >/dev/null || rk_fail "fail slot 2"
+mg_fail 1
+mg_fail 2
 refused 'already failed' fail --slot 2 --control "$CTL"
 refused 'already the member of slot 0' replace --slot 1 --with "${M[0]}" --control "$CTL"
 refused 'would lose data' fail --slot 0 --control "$CTL"
@@ -72,8 +72,7 @@ mg_status
 event1=$(mg_q "s['event']")
 
 # Two concurrent replaces: the second is refused and its member stays untouched.
-"$RAIDKIT" replace --slot 1 --with "${M[3]}" --rate 4 --control "$CTL" >/dev/null 2>"$T/err" ||
-    rk_fail "replace slot 1: $(cat "$T/err")"
+mg_replace 1 "${M[3]}" 4
 sum4=$(rk_sums "${M[4]}")
 refused 'rebuild of slot 1 is running' replace --slot 2 --with "${M[4]}" --control "$CTL"
 refused 'rebuild of slot 1 is running' replace --slot 1 --with "${M[4]}" --control "$CTL"

@@ -19,6 +19,21 @@ mg_q()
 # mg_slot_state N: state of slot N in the last status.
 mg_slot_state() { mg_q "[x for x in s['slots'] if x['slot']==$1][0]['state']"; }
 
+# mg_fail SLOT: `raidkit fail --slot SLOT` on $CTL; fails the test (with raidkit's message) on error.
+mg_fail()
+{
+    "$RAIDKIT" fail --slot "$1" --control "$CTL" >/dev/null 2>"$T/fail.err" ||
+        rk_fail "raidkit fail --slot $1: $(cat "$T/fail.err")"
+}
+
+# mg_replace SLOT NEW RATE: start `raidkit replace --slot SLOT --with NEW --rate RATE` (MiB/s) on
+# $CTL; returns once the job is started. Fails the test (with raidkit's message) on error.
+mg_replace()
+{
+    "$RAIDKIT" replace --slot "$1" --with "$2" --rate "$3" --control "$CTL" >/dev/null 2>"$T/rep.err" ||
+        rk_fail "raidkit replace --slot $1: $(cat "$T/rep.err")"
+}
+
 # mg_wait_job TIMEOUT_S: poll status until no job runs; fail after TIMEOUT_S seconds.
 mg_wait_job()
 {
@@ -68,8 +83,7 @@ mg_replace_case()
     rk_serve --control "$CTL" "${M[@]}"
     size=$(rk_py size "$RK_URI") || rk_fail "size"
     rk_stamp 1 $((16 * MiB)) $((size - 16 * MiB))
-    "$RAIDKIT" fail --slot "$slot" --control "$CTL" >/dev/null 2>"$T/fail.err" ||
-        rk_fail "raidkit fail --slot $slot: $(cat "$T/fail.err")"
+    mg_fail "$slot"
     mg_status
     [ "$(mg_slot_state "$slot")" = failed ] || rk_fail "slot $slot not failed: $(cat "$T/st.json")"
     [ "$(mg_q "s['degraded']")" = True ] || rk_fail "not degraded after fail"
@@ -77,8 +91,7 @@ mg_replace_case()
     mg_fio_opts
     "${FIO[@]}" --rate=8m --do_verify=1 --output="$T/fio1.out" >/dev/null 2>"$T/fio1.err" &
     local fio_pid=$!
-    "$RAIDKIT" replace --slot "$slot" --with "$new" --rate 16 --control "$CTL" >"$T/rep.out" \
-        2>"$T/rep.err" || rk_fail "raidkit replace: $(cat "$T/rep.err")"
+    mg_replace "$slot" "$new" 16
     # Progress is visible while it runs.
     local seen=0
     for i in $(seq 60); do
@@ -104,8 +117,7 @@ mg_replace_case()
 
     # Only the rebuilt member (plus what is left) serves now.
     for i in $after; do
-        "$RAIDKIT" fail --slot "$i" --control "$CTL" >/dev/null 2>"$T/fail.err" ||
-            rk_fail "raidkit fail --slot $i: $(cat "$T/fail.err")"
+        mg_fail "$i"
     done
     "${FIO[@]}" --verify_only --output="$T/fio2.out" >/dev/null 2>"$T/fio2.err" ||
         rk_fail "fio verify from the rebuilt member failed: $(tail -n 20 "$T/fio2.err" "$T/fio2.out")"

@@ -1,4 +1,4 @@
-# C12 (cases.md): 4 connections, many pipelined writes in flight at blocks 10, 100, 1000 and
+# C12: 4 connections, many pipelined writes in flight at blocks 10, 100, 1000 and
 # their neighbours, FLUSH on one connection, then every connection reads exact placement.
 import os
 

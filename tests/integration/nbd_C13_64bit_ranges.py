@@ -1,4 +1,4 @@
-# C13 (cases.md): 64-bit ranges in TRIM / WRITE_ZEROES on an 8 GiB sparse export: lengths near
+# C13: 64-bit ranges in TRIM / WRITE_ZEROES on an 8 GiB sparse export: lengths near
 # 2^32, ranges crossing 4 GiB, ending exactly at the end (ok) and one block past it (EINVAL).
 import errno
 

@@ -1,4 +1,4 @@
-# C14 (cases.md): protocol errors keep the connection. Unknown command/flag -> EINVAL, read past
+# C14: protocol errors keep the connection. Unknown command/flag -> EINVAL, read past
 # end -> EINVAL without data, write past end -> ENOSPC with its payload consumed, read-only ->
 # EPERM, member errors -> EIO, zero-length read, FUA, DISC drains, structured READ errors.
 import os

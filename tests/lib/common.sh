@@ -11,6 +11,8 @@
 #   ...clients against "$RK_URI"...
 #   rk_stop                       # SIGTERM, exit status must be 0
 # Exit codes: 0 pass, 1 fail (rk_fail), 77 skip (rk_skip). RK_KEEP=1 keeps $T for debugging.
+# Tests that do not run `raidkit serve` take only what they need: rk_init_tmp (temp dir $T and the
+# cleanup trap), rk_need_libnbd, rk_test_server/rk_stop (tests/lib/nbd_test_server), rk_fail.
 # Data checks: rk_stamp/rk_verify (stamped sectors through libnbd, see rk_write_py), rk_fio_verify,
 # rk_ext4_put/rk_ext4_get_check (ext4 image round trip + e2fsck), rk_check_nbdinfo. Composite
 # checks: rk_level_case (level_*.sh) and rk_degraded_suite (degraded_*.sh).
@@ -19,6 +21,7 @@
 set -u -o pipefail
 
 RK_PY=/usr/bin/python3 # has `import nbd` (python3-libnbd); the python3 on PATH may not
+export PYTHONDONTWRITEBYTECODE=1 # python helpers run from the source tree: keep it clean
 MiB=$((1024 * 1024))
 RK_PID=""
 RK_SOCK=""
@@ -81,6 +84,22 @@ rk_no_sanitizer()
     fi
 }
 
+# rk_init_tmp [PREFIX]: make the private temp dir $T (/tmp/PREFIX.XXXXXX, default rk-integ) and
+# install the cleanup trap (stops $RK_PID, removes $T).
+rk_init_tmp()
+{
+    T=$(mktemp -d "/tmp/${1:-rk-integ}.XXXXXX") || rk_fail "mktemp"
+    trap rk_cleanup EXIT
+    trap 'exit 1' INT TERM
+}
+
+# rk_need_libnbd: skip the test (77) unless $RK_PY can `import nbd` (python3-libnbd).
+rk_need_libnbd()
+{
+    [ -x "$RK_PY" ] || rk_skip "$RK_PY missing"
+    "$RK_PY" -c 'import nbd' 2>/dev/null || rk_skip "$RK_PY has no 'import nbd' (python3-libnbd)"
+}
+
 # rk_init: check the environment, make the private temp dir $T, install the cleanup trap.
 rk_init()
 {
@@ -90,11 +109,8 @@ rk_init()
     fi
     [ -n "${RAIDKIT:-}" ] || rk_skip "RAIDKIT (path of the raidkit binary) is not set"
     [ -x "$RAIDKIT" ] || rk_fail "RAIDKIT=$RAIDKIT is not an executable"
-    [ -x "$RK_PY" ] || rk_skip "$RK_PY missing"
-    "$RK_PY" -c 'import nbd' 2>/dev/null || rk_skip "$RK_PY has no 'import nbd' (python3-libnbd)"
-    T=$(mktemp -d /tmp/rk-integ.XXXXXX) || rk_fail "mktemp"
-    trap rk_cleanup EXIT
-    trap 'exit 1' INT TERM
+    rk_need_libnbd
+    rk_init_tmp
     rk_write_py
 }
 
@@ -107,15 +123,17 @@ rk_need()
     done
 }
 
-# rk_members N SIZE [PREFIX]: create N sparse member files $T/PREFIX0.. of SIZE; sets M=(paths).
+# rk_members N SIZE [PREFIX [VAR]]: create N sparse member files $T/PREFIX0.. of SIZE; sets the
+# array VAR (default M) to their paths.
 rk_members()
 {
     local n=$1 size=$2 prefix=${3:-m} i
-    M=()
+    local -n rk_members_out=${4:-M}
+    rk_members_out=()
     for ((i = 0; i < n; i++)); do
         rm -f "$T/$prefix$i"
         truncate -s "$size" "$T/$prefix$i" || rk_fail "truncate $T/$prefix$i"
-        M+=("$T/$prefix$i")
+        rk_members_out+=("$T/$prefix$i")
     done
 }
 
@@ -156,6 +174,14 @@ rk_array_size()
     rk_info_json "$@" >"$T/info.json"
     rk_info_get array_size size "$T/info.json" ||
         rk_fail "no array_size in info --json: $(cat "$T/info.json")"
+}
+
+# rk_array_uuid MEMBER...: the array UUID from `raidkit info --json`, lower case without dashes.
+rk_array_uuid()
+{
+    rk_info_json "$@" >"$T/uuid.json"
+    rk_info_get array_uuid uuid "$T/uuid.json" | tr -d '-' | tr 'A-F' 'a-f' ||
+        rk_fail "no array_uuid in info --json: $(cat "$T/uuid.json")"
 }
 
 # rk_serve [SERVE OPTIONS] MEMBER...: start `raidkit serve` on a fresh socket in $T and wait (10 s)
@@ -230,6 +256,44 @@ rk_serve_refused()
     grep -Eqi -- "$re" "$err" || rk_fail "serve $* refused, but the message does not match /$re/: $(cat "$err")"
     RK_LOG_LAST=$err
     rk_log "refused as expected (status $rc): $(head -n 3 "$err")"
+}
+
+# rk_need_test_server: skip the test (77) unless tests/lib/nbd_test_server is built; sets
+# RK_TEST_SERVER to its path.
+rk_need_test_server()
+{
+    RK_TEST_SERVER="${RAIDKIT_BUILD_DIR:-}/nbd_test_server"
+    [ -x "$RK_TEST_SERVER" ] || rk_skip "$RK_TEST_SERVER not built"
+}
+
+# rk_test_server_try ARGS...: start nbd_test_server ARGS (after rk_need_test_server) and wait
+# (10 s) for its "ready" line. 0 with RK_PID and RK_LOG set; 1 when it exited or never got ready
+# (it is then stopped and RK_PID is empty; its stderr stays in RK_LOG).
+rk_test_server_try()
+{
+    [ -z "$RK_PID" ] || rk_fail "rk_test_server: a server is already running"
+    RK_NSERVE=$((RK_NSERVE + 1))
+    RK_LOG="$T/test_server.$RK_NSERVE.log"
+    RK_SOCK=""
+    "$RK_TEST_SERVER" "$@" 2>"$RK_LOG" &
+    RK_PID=$!
+    local i
+    for i in $(seq 100); do
+        grep -q ready "$RK_LOG" && return 0
+        kill -0 "$RK_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$RK_PID" 2>/dev/null
+    wait "$RK_PID" 2>/dev/null
+    RK_PID=""
+    return 1
+}
+
+# rk_test_server ARGS...: rk_test_server_try, failing the test when the server does not start.
+# Stop it with rk_stop.
+rk_test_server()
+{
+    rk_test_server_try "$@" || rk_fail "nbd_test_server $* did not start: $(cat "$RK_LOG")"
 }
 
 # rk_py CMD ARGS...: run the NBD/stamp helper (see rk_write_py).

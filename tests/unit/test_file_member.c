@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "raidkit/member.h"
+#include "rk_test.h"
 
 /* One member configuration: where the file lives and how it is opened. */
 struct cfg {
@@ -38,22 +39,9 @@ struct fx {
 
 #define FX_SIZE (8u << 20)
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
 static void fill(void *buf, size_t len, uint64_t seed)
 {
-    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-    uint8_t *p = buf;
-    for (size_t i = 0; i < len; i += 8) {
-        uint64_t v = rng_next(&s);
-        memcpy(p + i, &v, len - i < 8 ? len - i : 8);
-    }
+    rk_test_fill64(buf, len, seed * 0x9E3779B97F4A7C15ull + 1);
 }
 
 static bool is_zero(const void *buf, size_t len)
@@ -165,9 +153,9 @@ static void test_roundtrip(void **state)
     uint8_t *buf = rk_buf_alloc(FX_SIZE);
     uint64_t s = 42;
     for (int i = 0; i < 200; i++) {
-        uint64_t blocks = 1 + rng_next(&s) % (i % 10 == 0 ? 512 : 16);
+        uint64_t blocks = 1 + rk_test_xorshift(&s) % (i % 10 == 0 ? 512 : 16);
         uint64_t len = blocks * bs;
-        uint64_t off = (rng_next(&s) % ((FX_SIZE - len) / bs + 1)) * bs;
+        uint64_t off = (rk_test_xorshift(&s) % ((FX_SIZE - len) / bs + 1)) * bs;
         fill(buf, len, (uint64_t)i);
         memcpy(shadow + off, buf, len);
         assert_int_equal(rk_dev_write(d, buf, len, off, i % 7 == 0 ? RK_WRITE_FUA : 0), 0);
@@ -182,8 +170,8 @@ static void test_roundtrip(void **state)
     const uint64_t slot = FX_SIZE / 32;
     for (int round = 0; round < 4; round++) {
         for (int i = 0; i < 32; i++) {
-            uint64_t len = (1 + rng_next(&s) % (slot / bs)) * bs;
-            uint64_t off = i * slot + (rng_next(&s) % ((slot - len) / bs + 1)) * bs;
+            uint64_t len = (1 + rk_test_xorshift(&s) % (slot / bs)) * bs;
+            uint64_t off = i * slot + (rk_test_xorshift(&s) % ((slot - len) / bs + 1)) * bs;
             fill(buf + off, len, 500 + round * 32 + i);
             memcpy(shadow + off, buf + off, len);
             io[i] = (struct rk_io){.dev = d,

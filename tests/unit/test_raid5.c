@@ -15,9 +15,8 @@
 #include "raid/parity.h"
 #include "raid/raid_int.h"
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB  1024ull
-#define MiB  (1024ull * 1024ull)
 #define DOFF (8 * KiB) /* data offset: member I/O must add it */
 
 struct arr {
@@ -31,25 +30,18 @@ struct arr {
 static void arr_geom(struct arr *a, int level, uint32_t n, uint32_t chunk, uint64_t rows)
 {
     memset(a, 0, sizeof(*a));
-    a->g.level = level;
-    a->g.members = n;
-    a->g.chunk = chunk;
-    a->g.data_offset = DOFF;
-    for (uint32_t i = 0; i < n; i++)
-        a->g.data_size[i] = rows * chunk;
+    rk_test_geom(&a->g, level, n, chunk, DOFF, rows * chunk);
 }
 
 /* Members plus a raid device over all of them, and a zero shadow (fresh mem devices read 0). */
 static void arr_create(struct arr *a, int level, uint32_t n, uint32_t chunk, uint64_t rows)
 {
     arr_geom(a, level, n, chunk, rows);
-    for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(rk_mem_open(DOFF + rows * chunk, 512, &a->m[i]), 0);
+    rk_test_mem_members(a->m, n, DOFF + rows * chunk, 512);
     assert_int_equal(rk_raid_open(&a->g, a->m, NULL, &a->raid), 0);
     a->size = a->raid->size;
     assert_int_equal(a->size, rk_raid_array_size(&a->g));
-    a->shadow = calloc(1, a->size);
-    assert_non_null(a->shadow);
+    a->shadow = rk_test_zero_shadow(a->size);
 }
 
 /* Reopen the raid device over the members except those in the missing mask. */
@@ -67,21 +59,14 @@ static int arr_reopen(struct arr *a, uint32_t missing)
 static void arr_free(struct arr *a)
 {
     rk_dev_close(a->raid);
-    for (uint32_t i = 0; i < a->g.members; i++)
-        rk_dev_close(a->m[i]);
+    rk_test_close_members(a->m, a->g.members);
     free(a->shadow);
-}
-
-static void fill(unsigned char *p, uint64_t len, unsigned *seed)
-{
-    for (uint64_t i = 0; i < len; i++)
-        p[i] = (unsigned char)rand_r(seed);
 }
 
 static void arr_write(struct arr *a, uint64_t off, uint64_t len, unsigned *seed)
 {
     unsigned char *b = malloc(len);
-    fill(b, len, seed);
+    rk_test_fill_rand_r(b, len, seed);
     assert_int_equal(rk_dev_write(a->raid, b, len, off, 0), 0);
     memcpy(a->shadow + off, b, len);
     free(b);
@@ -370,7 +355,7 @@ static void *hammer_run(void *arg)
         uint64_t b =
             (uint64_t)rand_r(&h->seed) % (blocks / (uint64_t)h->nthreads) * (uint64_t)h->nthreads +
             (uint64_t)h->id;
-        fill(buf, sizeof(buf), &h->seed);
+        rk_test_fill_rand_r(buf, sizeof(buf), &h->seed);
         if (rk_dev_write(a->raid, buf, sizeof(buf), b * 4096, 0))
             return (void *)1;
         memcpy(a->shadow + b * 4096, buf, sizeof(buf)); /* own blocks only: no race */
@@ -497,50 +482,13 @@ static void test_reconstruct_scrub(void **state)
 
 /* ---- member errors ---- */
 
-/* A member wrapper over a mem device with switchable write failures and an unreadable range
- * (healed by a write that covers it, like a disk remapping sectors). */
-struct bad {
-    struct rk_dev *inner;
-    _Atomic int fail_writes;
-    _Atomic uint64_t bad_lo, bad_hi;
-    _Atomic int reads, fua_writes;
-};
-
-static int bad_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
-{
-    struct bad *b = dev->priv;
-    b->reads++;
-    if (off < b->bad_hi && off + len > b->bad_lo)
-        return -EIO;
-    return rk_dev_read(b->inner, buf, len, off);
-}
-
-static int bad_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
-                     uint32_t flags)
-{
-    struct bad *b = dev->priv;
-    b->fua_writes += (flags & RK_WRITE_FUA) != 0;
-    if (b->fail_writes)
-        return -EIO;
-    if (off <= b->bad_lo && off + len >= b->bad_hi)
-        b->bad_lo = b->bad_hi = 0;
-    return rk_dev_write(b->inner, buf, len, off, flags);
-}
-
-static int bad_flush(struct rk_dev *dev)
-{
-    return rk_dev_flush(((struct bad *)dev->priv)->inner);
-}
-
-static void bad_close(struct rk_dev *dev)
-{
-    struct bad *b = dev->priv;
-    rk_dev_close(b->inner);
-    free(b);
-}
-
-static const struct rk_dev_ops bad_ops = {
-    .kind = "bad", .read = bad_read, .write = bad_write, .flush = bad_flush, .close = bad_close};
+/* Members are rk_test.h's failing wrappers over mem devices (switchable write failures and an
+ * unreadable range, healed by a write that covers it, like a disk remapping sectors). */
+static const struct rk_dev_ops bad_ops = {.kind = "bad",
+                                          .read = rk_test_bad_read,
+                                          .write = rk_test_bad_write,
+                                          .flush = rk_test_bad_flush,
+                                          .close = rk_test_bad_close};
 
 struct failed_log {
     _Atomic int calls;
@@ -560,20 +508,16 @@ static void arr_create_bad(struct arr *a, int level, uint32_t n, uint32_t chunk,
 {
     arr_geom(a, level, n, chunk, rows);
     for (uint32_t i = 0; i < n; i++) {
-        struct bad *b = calloc(1, sizeof(*b));
-        assert_int_equal(rk_mem_open(DOFF + rows * chunk, 512, &b->inner), 0);
-        a->m[i] = rk_dev_alloc(&bad_ops, b, "bad");
-        a->m[i]->size = b->inner->size;
-        a->m[i]->block_size = 512;
+        a->m[i] = rk_test_bad_open(&bad_ops, DOFF + rows * chunk);
         a->m[i]->opt_io_size = 512;
     }
     struct rk_raid_events ev = {.ctx = log, .member_failed = on_failed};
     assert_int_equal(rk_raid_open(&a->g, a->m, &ev, &a->raid), 0);
     a->size = a->raid->size;
-    a->shadow = calloc(1, a->size);
+    a->shadow = rk_test_zero_shadow(a->size);
 }
 
-static struct bad *bad_of(struct arr *a, uint32_t slot)
+static struct rk_test_bad *bad_of(struct arr *a, uint32_t slot)
 {
     return a->m[slot]->priv;
 }
@@ -848,7 +792,7 @@ static void *cache_writer(void *arg)
             lo = (uint64_t)rand_r(&h->seed) % (ch / 512) * 512;
             len = (1 + (uint64_t)rand_r(&h->seed) % ((ch - lo) / 512)) * 512;
         }
-        fill(buf, len, &h->seed);
+        rk_test_fill_rand_r(buf, len, &h->seed);
         if (rk_dev_write(a->raid, buf, len, c * ch + lo, 0))
             res = (void *)1;
         memcpy(a->shadow + c * ch + lo, buf, len);

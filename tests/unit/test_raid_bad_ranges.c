@@ -12,9 +12,8 @@
 
 #include "core/util.h"
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB   1024ull
-#define MiB   (1024ull * 1024ull)
 #define DOFF  (1 * MiB)
 #define DSIZE (4 * MiB)
 #define BAD   (2 * MiB) /* data-area offset of the preloaded range (raid1: = array offset) */
@@ -28,34 +27,15 @@ struct bfx {
     uint8_t *shadow;
 };
 
-static void bfill(uint8_t *p, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++) {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        p[i] = (uint8_t)(seed >> 11);
-    }
-}
-
 static struct bfx *bfx_open(void)
 {
     struct bfx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->g.level = RK_LEVEL_RAID1;
-    f->g.members = 2;
-    f->g.chunk = 64 * KiB;
-    f->g.data_offset = DOFF;
-    for (int i = 0; i < 2; i++) {
-        f->g.data_size[i] = DSIZE;
-        assert_int_equal(rk_mem_open(DOFF + DSIZE, 512, &f->mem[i]), 0);
-    }
+    rk_test_geom(&f->g, RK_LEVEL_RAID1, 2, 64 * KiB, DOFF, DSIZE);
+    rk_test_mem_members(f->mem, 2, DOFF + DSIZE, 512);
     assert_int_equal(rk_mem_open(DOFF + DSIZE, 512, &f->fresh), 0);
     assert_int_equal(rk_raid_open(&f->g, f->mem, NULL, &f->raid), 0);
-    f->shadow = malloc(f->raid->size);
-    assert_non_null(f->shadow);
-    bfill(f->shadow, f->raid->size, 99);
-    assert_int_equal(rk_dev_write(f->raid, f->shadow, f->raid->size, 0, 0), 0);
+    f->shadow = rk_test_pattern_shadow(f->raid, 99);
     /* Slot 1's copy of the range is garbage, as after a rebuild that could not fill it. */
     uint8_t junk[BLEN];
     memset(junk, 0, sizeof(junk));
@@ -66,8 +46,7 @@ static struct bfx *bfx_open(void)
 static void bfx_close(struct bfx *f)
 {
     rk_dev_close(f->raid);
-    for (int i = 0; i < 2; i++)
-        rk_dev_close(f->mem[i]);
+    rk_test_close_members(f->mem, 2);
     rk_dev_close(f->fresh);
     free(f->shadow);
     free(f);

@@ -1,5 +1,6 @@
-/* Degraded-mode tests of the RAID engine: member write/read/flush errors through a test-local
- * failing device, missing slots at open, read repair, and rk_raid_fail_slot's refusal. */
+/* Degraded-mode tests of the RAID engine: member write/read/flush errors through the
+ * failing device of rk_test.h, missing slots at open, read repair, and rk_raid_fail_slot's refusal.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,102 +14,26 @@
 
 #include "core/util.h"
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB 1024ull
-#define MiB (1024ull * 1024ull)
-
-/* ---- a failing device: forwards to a mem device, with switchable errors ---- */
-
-struct bad {
-    struct rk_dev *inner;
-    _Atomic int fail_writes; /* every write/zeroes/discard fails with EIO */
-    _Atomic int fail_flush;
-    /* Reads touching [bad_lo, bad_hi) fail, like unreadable sectors; a write over the range
-     * heals it (the disk remaps the sectors). */
-    _Atomic uint64_t bad_lo, bad_hi;
-    _Atomic int reads, writes, fua_writes, discards;
-};
-
-static int bad_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
-{
-    struct bad *b = dev->priv;
-    b->reads++;
-    if (off < b->bad_hi && off + len > b->bad_lo)
-        return -EIO;
-    return rk_dev_read(b->inner, buf, len, off);
-}
-
-static void bad_heal(struct bad *b, uint64_t len, uint64_t off)
-{
-    if (off <= b->bad_lo && off + len >= b->bad_hi)
-        b->bad_lo = b->bad_hi = 0;
-}
-
-static int bad_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
-                     uint32_t flags)
-{
-    struct bad *b = dev->priv;
-    b->writes++;
-    b->fua_writes += (flags & RK_WRITE_FUA) != 0;
-    if (b->fail_writes)
-        return -EIO;
-    bad_heal(b, len, off);
-    return rk_dev_write(b->inner, buf, len, off, flags);
-}
-
-static int bad_flush(struct rk_dev *dev)
-{
-    struct bad *b = dev->priv;
-    return b->fail_flush ? -EIO : rk_dev_flush(b->inner);
-}
-
-static int bad_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
-{
-    struct bad *b = dev->priv;
-    b->discards++;
-    return b->fail_writes ? -EIO : rk_dev_discard(b->inner, len, off);
-}
-
-static int bad_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
-{
-    struct bad *b = dev->priv;
-    b->writes++;
-    if (b->fail_writes)
-        return -EIO;
-    bad_heal(b, len, off);
-    return rk_dev_write_zeroes(b->inner, len, off, flags);
-}
-
-static void bad_close(struct rk_dev *dev)
-{
-    struct bad *b = dev->priv;
-    rk_dev_close(b->inner);
-    free(b);
-}
+/* ---- a failing device (rk_test.h): forwards to a mem device, with switchable errors ---- */
 
 static const struct rk_dev_ops bad_ops = {
     .kind = "bad",
-    .read = bad_read,
-    .write = bad_write,
-    .flush = bad_flush,
-    .discard = bad_discard,
-    .write_zeroes = bad_write_zeroes,
-    .close = bad_close,
+    .read = rk_test_bad_read,
+    .write = rk_test_bad_write,
+    .flush = rk_test_bad_flush,
+    .discard = rk_test_bad_discard,
+    .write_zeroes = rk_test_bad_write_zeroes,
+    .close = rk_test_bad_close,
 };
 
 static struct rk_dev *bad_open(uint64_t size)
 {
-    struct bad *b = calloc(1, sizeof(*b));
-    assert_non_null(b);
-    assert_int_equal(rk_mem_open(size, 512, &b->inner), 0);
-    struct rk_dev *dev = rk_dev_alloc(&bad_ops, b, "bad");
-    assert_non_null(dev);
-    dev->size = size;
-    dev->block_size = 512;
-    return dev;
+    return rk_test_bad_open(&bad_ops, size);
 }
 
-static struct bad *bad_of(struct rk_dev *dev)
+static struct rk_test_bad *bad_of(struct rk_dev *dev)
 {
     return dev->priv;
 }
@@ -141,14 +66,9 @@ struct fixture {
 static void fx_members(struct fixture *fx, int level, uint32_t n)
 {
     memset(fx, 0, sizeof(*fx));
-    fx->g.level = level;
-    fx->g.members = n;
-    fx->g.chunk = 64 * KiB;
-    fx->g.data_offset = DATA_OFF;
-    for (uint32_t i = 0; i < n; i++) {
-        fx->g.data_size[i] = 1 * MiB;
+    rk_test_geom(&fx->g, level, n, 64 * KiB, DATA_OFF, 1 * MiB);
+    for (uint32_t i = 0; i < n; i++)
         fx->members[i] = bad_open(DATA_OFF + 1 * MiB);
-    }
 }
 
 static int fx_start(struct fixture *fx, struct rk_dev **slots)
@@ -172,8 +92,7 @@ static void fx_open(struct fixture *fx, int level, uint32_t n)
 static void fx_close(struct fixture *fx)
 {
     rk_dev_close(fx->raid);
-    for (uint32_t i = 0; i < fx->g.members; i++)
-        rk_dev_close(fx->members[i]);
+    rk_test_close_members(fx->members, fx->g.members);
     free(fx->data);
 }
 
@@ -313,7 +232,7 @@ static void test_read_error_repair(void **state)
             struct fixture fx;
             fx_open(&fx, redundant[c].level, redundant[c].n);
             assert_int_equal(fx_write_all(&fx, 1), 0);
-            struct bad *b = bad_of(fx.members[victim]);
+            struct rk_test_bad *b = bad_of(fx.members[victim]);
             /* Garbage under the unreadable range, so only a rewrite can make it right. */
             uint8_t junk[8192];
             memset(junk, 0xee, sizeof(junk));
@@ -343,7 +262,7 @@ static void test_read_error_rewrite_fails(void **state)
         struct fixture fx;
         fx_open(&fx, redundant[c].level, redundant[c].n);
         assert_int_equal(fx_write_all(&fx, 1), 0);
-        struct bad *b = bad_of(fx.members[victim]);
+        struct rk_test_bad *b = bad_of(fx.members[victim]);
         b->bad_lo = DATA_OFF;
         b->bad_hi = DATA_OFF + 1 * MiB;
         b->fail_writes = 1;

@@ -15,9 +15,7 @@
 
 #include "core/util.h"
 #include "raidkit/raid.h"
-
-#define KiB 1024ull
-#define MiB (1024ull * 1024ull)
+#include "rk_test.h"
 
 struct fixture {
     struct rk_raid_geom g;
@@ -31,10 +29,7 @@ static void fx_open(struct fixture *fx, int level, uint32_t n, uint32_t chunk,
                     const uint64_t *data_sizes, uint32_t bs)
 {
     memset(fx, 0, sizeof(*fx));
-    fx->g.level = level;
-    fx->g.members = n;
-    fx->g.chunk = chunk;
-    fx->g.data_offset = 64 * KiB;
+    rk_test_geom(&fx->g, level, n, chunk, 64 * KiB, 0);
     for (uint32_t i = 0; i < n; i++) {
         fx->g.data_size[i] = data_sizes[i];
         /* A little slack after the data area, as a real member would have. */
@@ -46,15 +41,13 @@ static void fx_open(struct fixture *fx, int level, uint32_t n, uint32_t chunk,
     assert_int_equal(fx->raid->size, fx->size);
     assert_int_equal(fx->raid->block_size, bs);
     assert_int_equal(fx->raid->opt_io_size, chunk);
-    fx->shadow = calloc(1, fx->size);
-    assert_non_null(fx->shadow);
+    fx->shadow = rk_test_zero_shadow(fx->size);
 }
 
 static void fx_close(struct fixture *fx)
 {
     rk_dev_close(fx->raid);
-    for (uint32_t i = 0; i < fx->g.members; i++)
-        rk_dev_close(fx->members[i]);
+    rk_test_close_members(fx->members, fx->g.members);
     free(fx->shadow);
 }
 
@@ -66,13 +59,7 @@ static uint64_t rnd64(unsigned *seed)
 /* Fast pseudo-random fill (xorshift64, seeded from the test's rand_r stream). */
 static void fill(uint8_t *p, uint64_t len, unsigned *seed)
 {
-    uint64_t x = rnd64(seed) | 1;
-    for (uint64_t i = 0; i < len; i += 8) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        memcpy(p + i, &x, len - i < 8 ? len - i : 8);
-    }
+    rk_test_fill64(p, len, rnd64(seed) | 1);
 }
 
 /* Every copy of every array byte on the members equals the shadow. */
@@ -415,11 +402,7 @@ static struct rk_dev *async_open(uint64_t size)
     pthread_mutex_init(&a->lock, NULL);
     pthread_cond_init(&a->cond, NULL);
     assert_int_equal(pthread_create(&a->thread, NULL, async_main, a), 0);
-    struct rk_dev *dev = rk_dev_alloc(&async_ops, a, "async");
-    assert_non_null(dev);
-    dev->size = size;
-    dev->block_size = 512;
-    return dev;
+    return rk_test_wrap(&async_ops, a, a->inner, "async");
 }
 
 /* Replace the fixture's members by async ones (same geometry) and reopen the array. */

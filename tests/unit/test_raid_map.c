@@ -12,9 +12,7 @@
 #include <cmocka.h>
 
 #include "raidkit/raid.h"
-
-#define KiB 1024ull
-#define MiB (1024ull * 1024ull)
+#include "rk_test.h"
 
 /* Reference layout: for each array chunk, its copies, filled by walking the layout's definition
  * (docs/FORMAT.md) one chunk at a time rather than by formula. */
@@ -322,7 +320,7 @@ static void test_level_names(void **state)
     assert_int_equal(rk_level_max_failed(3, 5), -EINVAL);
 }
 
-/* cases.md C02: the raid0 layout over unequal members is pinned by a committed golden table. */
+/* Case C02: the raid0 layout over unequal members is pinned by a committed golden table. */
 static void test_C02_unequal_members(void **state)
 {
     const char *src = getenv("RAIDKIT_SOURCE_DIR");

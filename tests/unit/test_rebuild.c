@@ -15,9 +15,8 @@
 #include "core/util.h"
 #include "raidkit/member.h"
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB   1024ull
-#define MiB   (1024ull * 1024ull)
 #define DOFF  (1 * MiB)
 #define DSIZE (8 * MiB)
 
@@ -50,33 +49,14 @@ static void ev_done(void *ctx, uint32_t slot, int result)
     f->done_calls++;
 }
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return *s;
-}
-
-static void fill(uint8_t *p, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(rng_next(&seed) >> 11);
-}
-
 static struct fx *fx_open(int level, uint32_t n, bool fault0)
 {
     struct fx *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->g.level = level;
-    f->g.members = n;
-    f->g.chunk = 64 * KiB;
-    f->g.data_offset = DOFF;
-    for (uint32_t i = 0; i < n; i++) {
-        f->g.data_size[i] = DSIZE;
-        assert_int_equal(rk_mem_open(DOFF + DSIZE, 512, &f->mem[i]), 0);
+    rk_test_geom(&f->g, level, n, 64 * KiB, DOFF, DSIZE);
+    rk_test_mem_members(f->mem, n, DOFF + DSIZE, 512);
+    for (uint32_t i = 0; i < n; i++)
         f->use[i] = f->mem[i];
-    }
     if (fault0) {
         assert_int_equal(rk_fault_open(f->mem[0], true, &f->fault0), 0);
         f->use[0] = f->fault0;
@@ -84,10 +64,7 @@ static struct fx *fx_open(int level, uint32_t n, bool fault0)
     assert_int_equal(rk_mem_open(DOFF + DSIZE, 512, &f->fresh), 0);
     struct rk_raid_events ev = {.ctx = f, .rebuild_checkpoint = ev_ckpt, .rebuild_done = ev_done};
     assert_int_equal(rk_raid_open(&f->g, f->use, &ev, &f->raid), 0);
-    f->shadow = malloc(f->raid->size);
-    assert_non_null(f->shadow);
-    fill(f->shadow, f->raid->size, 7);
-    assert_int_equal(rk_dev_write(f->raid, f->shadow, f->raid->size, 0, 0), 0);
+    f->shadow = rk_test_pattern_shadow(f->raid, 7);
     return f;
 }
 
@@ -128,9 +105,9 @@ static void *writer_main(void *arg)
     uint8_t *buf = malloc(64 * KiB);
     struct rk_raid_progress p;
     do {
-        uint64_t len = (1 + rng_next(&s) % 16) * 4 * KiB;
-        uint64_t off = rng_next(&s) % ((f->raid->size - len) / 4096) * 4096;
-        fill(buf, len, rng_next(&s));
+        uint64_t len = (1 + rk_test_xorshift(&s) % 16) * 4 * KiB;
+        uint64_t off = rk_test_xorshift(&s) % ((f->raid->size - len) / 4096) * 4096;
+        rk_test_fill_xorshift(buf, len, rk_test_xorshift(&s));
         if (rk_dev_write(f->raid, buf, len, off, 0) == 0)
             memcpy(f->shadow + off, buf, len);
         w->writes++;

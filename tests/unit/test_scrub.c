@@ -14,9 +14,8 @@
 #include "core/util.h"
 #include "raidkit/member.h"
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB   1024ull
-#define MiB   (1024ull * 1024ull)
 #define DOFF  (1 * MiB)
 #define DSIZE (4 * MiB)
 
@@ -30,15 +29,10 @@ struct arr {
 static void arr_open(struct arr *a, int level, uint32_t n)
 {
     memset(a, 0, sizeof(*a));
-    a->g.level = level;
-    a->g.members = n;
-    a->g.chunk = 64 * KiB;
-    a->g.data_offset = DOFF;
-    for (uint32_t i = 0; i < n; i++) {
-        a->g.data_size[i] = DSIZE;
-        assert_int_equal(rk_mem_open(DOFF + DSIZE, 512, &a->mem[i]), 0);
+    rk_test_geom(&a->g, level, n, 64 * KiB, DOFF, DSIZE);
+    rk_test_mem_members(a->mem, n, DOFF + DSIZE, 512);
+    for (uint32_t i = 0; i < n; i++)
         a->use[i] = a->mem[i];
-    }
     assert_int_equal(rk_fault_open(a->mem[n - 1], false, &a->fault), 0);
     a->use[n - 1] = a->fault;
     assert_int_equal(rk_raid_open(&a->g, a->use, NULL, &a->raid), 0);
@@ -52,8 +46,7 @@ static void arr_close(struct arr *a)
 {
     rk_dev_close(a->raid);
     rk_dev_close(a->fault);
-    for (uint32_t i = 0; i < a->g.members; i++)
-        rk_dev_close(a->mem[i]);
+    rk_test_close_members(a->mem, a->g.members);
     free(a->data);
 }
 
