@@ -27,8 +27,8 @@
 #include <cmocka.h>
 
 #include "raidkit/raid.h"
+#include "rk_test.h"
 
-#define KiB      1024ull
 #define DOFF     (8 * KiB) /* data offset */
 #define CHUNK    (64 * KiB)
 #define ROWS     16
@@ -89,10 +89,7 @@ static struct rk_dev *slow_open(uint64_t size)
     struct slow *s = calloc(1, sizeof(*s));
     assert_non_null(s);
     assert_int_equal(rk_mem_open(size, 512, &s->inner), 0);
-    struct rk_dev *d = rk_dev_alloc(&slow_ops, s, "slow");
-    assert_non_null(d);
-    d->size = s->inner->size;
-    d->block_size = 512;
+    struct rk_dev *d = rk_test_wrap(&slow_ops, s, s->inner, "slow");
     d->opt_io_size = 512;
     return d;
 }
@@ -108,29 +105,17 @@ struct arr {
     unsigned char *shadow;
 };
 
-static void fill(unsigned char *p, uint64_t len, unsigned *seed)
-{
-    for (uint64_t i = 0; i < len; i++)
-        p[i] = (unsigned char)rand_r(seed);
-}
-
 static void arr_create(struct arr *a, int level, uint32_t n, unsigned *seed)
 {
     memset(a, 0, sizeof(*a));
-    a->g.level = level;
-    a->g.members = n;
-    a->g.chunk = CHUNK;
-    a->g.data_offset = DOFF;
+    rk_test_geom(&a->g, level, n, CHUNK, DOFF, ROWS * CHUNK);
     a->nd = n - (level == RK_LEVEL_RAID6 ? 2 : 1);
-    for (uint32_t i = 0; i < n; i++) {
-        a->g.data_size[i] = ROWS * CHUNK;
-        assert_int_equal(rk_mem_open(DOFF + ROWS * CHUNK, 512, &a->m[i]), 0);
-    }
+    rk_test_mem_members(a->m, n, DOFF + ROWS * CHUNK, 512);
     assert_int_equal(rk_raid_open(&a->g, a->m, NULL, &a->raid), 0);
     a->size = a->raid->size;
     a->shadow = malloc(a->size);
     assert_non_null(a->shadow);
-    fill(a->shadow, a->size, seed);
+    rk_test_fill_rand_r(a->shadow, a->size, seed);
     assert_int_equal(rk_dev_write(a->raid, a->shadow, a->size, 0, 0), 0);
 }
 
@@ -192,7 +177,7 @@ static void *writer_run(void *arg)
         uint64_t row = p.pos / CHUNK < ROWS ? p.pos / CHUNK : ROWS - 1;
         uint64_t piece = (uint64_t)w->id + NWRITERS * ((uint64_t)rand_r(&w->seed) % mine);
         uint64_t off = row_chunk_on(a, row, w->target, &w->seed) + piece * PIECE;
-        fill(buf, PIECE, &w->seed);
+        rk_test_fill_rand_r(buf, PIECE, &w->seed);
         w->in_window += w->slow->in_delay > 0;
         int rc = rk_dev_write(a->raid, buf, PIECE, off, 0);
         if (rc) {
@@ -214,7 +199,7 @@ static uint64_t round_run(int level, uint32_t n, uint32_t target, unsigned seed)
     assert_int_equal(rk_raid_fail_slot(a.raid, target), 0);
     for (int i = 0; i < 8; i++) { /* the old member misses these */
         uint64_t off = (uint64_t)rand_r(&seed) % (a.size / PIECE) * PIECE;
-        fill(a.shadow + off, PIECE, &seed);
+        rk_test_fill_rand_r(a.shadow + off, PIECE, &seed);
         assert_int_equal(rk_dev_write(a.raid, a.shadow + off, PIECE, off, 0), 0);
     }
     struct rk_dev *fresh = slow_open(DOFF + ROWS * CHUNK);
