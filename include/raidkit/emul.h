@@ -26,32 +26,32 @@ enum rk_emul_kind {
  * docs/BENCHMARKS.md "Profiles" documents each field and the calibration.
  */
 #define RK_EMUL_PARAMS(X)                                                                          \
-    X(U64, capacity, ANY, "bytes", OPT, "modelled capacity (HDD zones span it); 0 = child size")  \
-    X(U32, read_latency_us, SSD, "us", OPT, "base service time of a read")                       \
-    X(U32, write_latency_us, SSD, "us", OPT, "base service time of a write")                     \
-    X(U32, read_iops, SSD, "1/s", REQ, "cap on reads per second")                                \
-    X(U32, write_iops, SSD, "1/s", REQ, "cap on writes per second")                              \
-    X(U64, read_bw, SSD, "bytes/s", REQ, "cap on read bytes per second, and transfer rate")      \
-    X(U64, write_bw, SSD, "bytes/s", REQ, "cap on write bytes per second, and transfer rate")    \
-    X(U32, parallelism, SSD, "channels", REQ, "requests in service at once (1..64)")             \
-    X(U32, rpm, HDD, "1/min", REQ, "spindle speed")                                              \
-    X(U32, seek_track_us, HDD, "us", OPT, "track-to-track seek")                                 \
-    X(U32, seek_avg_us, HDD, "us", OPT, "average seek (track <= avg <= full)")                   \
-    X(U32, seek_full_us, HDD, "us", OPT, "full-stroke seek")                                     \
-    X(U64, outer_bw, HDD, "bytes/s", REQ, "media rate at the start (outer zone)")                \
-    X(U64, inner_bw, HDD, "bytes/s", REQ, "media rate at the end (inner zone)")                  \
-    X(U32, zones, HDD, "count", REQ, "rate steps between outer and inner")                       \
-    X(BOOL, reorder, HDD, "bool", OPT, "NCQ: shortest positioning time first")                   \
-    X(U32, queue_depth, HDD, "commands", REQ, "commands the drive compares when reordering")     \
-    X(U32, write_cache, HDD, "0/1", OPT, "1: writes acknowledged from a drive cache")            \
-    X(U32, cache_cmds, HDD, "commands", OPT, "writes the cache holds before acks wait (0 = 32)") \
-    X(U32, cmd_read_us, HDD, "us", OPT, "per-read command overhead while the head is busy")      \
-    X(U32, cmd_write_us, HDD, "us", OPT, "per-write command overhead while the head is busy")    \
+    X(U64, capacity, ANY, "bytes", OPT, "modelled capacity (HDD zones span it); 0 = child size")   \
+    X(U32, read_latency_us, SSD, "us", OPT, "base service time of a read")                         \
+    X(U32, write_latency_us, SSD, "us", OPT, "base service time of a write")                       \
+    X(U32, read_iops, SSD, "1/s", REQ, "cap on reads per second")                                  \
+    X(U32, write_iops, SSD, "1/s", REQ, "cap on writes per second")                                \
+    X(U64, read_bw, SSD, "bytes/s", REQ, "cap on read bytes per second, and transfer rate")        \
+    X(U64, write_bw, SSD, "bytes/s", REQ, "cap on write bytes per second, and transfer rate")      \
+    X(U32, parallelism, SSD, "channels", REQ, "requests in service at once (1..64)")               \
+    X(U32, rpm, HDD, "1/min", REQ, "spindle speed")                                                \
+    X(U32, seek_track_us, HDD, "us", OPT, "track-to-track seek")                                   \
+    X(U32, seek_avg_us, HDD, "us", OPT, "average seek (track <= avg <= full)")                     \
+    X(U32, seek_full_us, HDD, "us", OPT, "full-stroke seek")                                       \
+    X(U64, outer_bw, HDD, "bytes/s", REQ, "media rate at the start (outer zone)")                  \
+    X(U64, inner_bw, HDD, "bytes/s", REQ, "media rate at the end (inner zone)")                    \
+    X(U32, zones, HDD, "count", REQ, "rate steps between outer and inner")                         \
+    X(BOOL, reorder, HDD, "bool", OPT, "NCQ: shortest positioning time first")                     \
+    X(U32, queue_depth, HDD, "commands", REQ, "commands the drive compares when reordering")       \
+    X(U32, write_cache, HDD, "0/1", OPT, "1: writes acknowledged from a drive cache")              \
+    X(U32, cache_cmds, HDD, "commands", OPT, "writes the cache holds before acks wait (0 = 32)")   \
+    X(U32, cmd_read_us, HDD, "us", OPT, "per-read command overhead while the head is busy")        \
+    X(U32, cmd_write_us, HDD, "us", OPT, "per-write command overhead while the head is busy")      \
     X(U64, seed, ANY, "integer", OPT, "for any randomness (the HDD's rotational phase)")
 
-#define RK_EMUL_CTYPE_U32  uint32_t
-#define RK_EMUL_CTYPE_U64  uint64_t
-#define RK_EMUL_CTYPE_BOOL bool
+#define RK_EMUL_CTYPE_U32                                             uint32_t
+#define RK_EMUL_CTYPE_U64                                             uint64_t
+#define RK_EMUL_CTYPE_BOOL                                            bool
 #define RK_EMUL_DECLARE(type, field, models, unit, required, meaning) RK_EMUL_CTYPE_##type field;
 
 /* Model parameters: a profile's name and kind, then the RK_EMUL_PARAMS fields. */

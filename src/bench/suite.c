@@ -109,8 +109,7 @@ static int suite_line(void *arg, const char *section, const char *k, const char 
     }
     if (!x->cur && !strcmp(k, "max_trials")) {
         if (suite_int(v, 1, BENCH_MAX_TRIALS, &s->max_trials) < 0) {
-            rk_set_err(msg, msglen, "bad value '%s' for 'max_trials' (1..%d)", v,
-                       BENCH_MAX_TRIALS);
+            rk_set_err(msg, msglen, "bad value '%s' for 'max_trials' (1..%d)", v, BENCH_MAX_TRIALS);
             return -EINVAL;
         }
         return 0;

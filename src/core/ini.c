@@ -32,8 +32,8 @@ struct ini_ctx {
     void *arg;
     char *buf; /* getline buffer */
     size_t cap;
-    int lineno;     /* file line of the last line read */
-    bool mark_next; /* the last line was a header: hand libinih the mark next */
+    int lineno;           /* file line of the last line read */
+    bool mark_next;       /* the last line was a header: hand libinih the mark next */
     struct ini_line *map; /* libinih's line n (from 1) is map[n - 1] */
     int nmap, capmap;
     int err;      /* first error (negative errno), 0 = none */

@@ -13,8 +13,8 @@
  * "") and every `key = value` line (section "" before the first header; key and value trimmed).
  * Returns 0, or a negative errno with a message (no file or line prefix) in msg.
  */
-typedef int rk_ini_fn(void *arg, const char *section, const char *key, const char *value,
-                      char *msg, size_t msglen);
+typedef int rk_ini_fn(void *arg, const char *section, const char *key, const char *value, char *msg,
+                      size_t msglen);
 
 /*
  * Read the INI file at path, calling fn(arg, ...) line by line. Stops at the first error.

@@ -24,7 +24,7 @@ const char *const *rk_emul_profile_names(void)
 #define EMUL_MODELS_ANY (EMUL_MODELS_SSD | EMUL_MODELS_HDD)
 #define EMUL_REQ_REQ    true
 #define EMUL_REQ_OPT    false
-#define EMUL_ROW(type, field, models, unit, required, meaning)                                    \
+#define EMUL_ROW(type, field, models, unit, required, meaning)                                     \
     {#field,                                                                                       \
      RK_EMUL_##type,                                                                               \
      EMUL_MODELS_##models,                                                                         \
@@ -91,7 +91,7 @@ int rk_emul_params_check(const struct rk_emul_params *p, char *msg, size_t msgle
 static int emul_set_bool(bool *dst, const char *key, const char *val, char *err, size_t errlen)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
-                                                                                 "off"};
+                                                                                "off"};
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         if (!strcasecmp(val, yes[i]) || !strcasecmp(val, no[i])) {
             *dst = !strcasecmp(val, yes[i]);
