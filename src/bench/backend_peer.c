@@ -24,15 +24,6 @@ struct peer_state {
     bool mounted;
 };
 
-static struct peer_state *peer_state_new(struct run_target *t, char *err, size_t errlen)
-{
-    struct peer_state *st = calloc(1, sizeof(*st));
-    if (!st)
-        rk_set_err(err, errlen, "out of memory");
-    t->priv = st;
-    return st;
-}
-
 static void peer_stop(struct run_ctx *x, struct run_target *t)
 {
     struct peer_state *st = t->priv;
@@ -76,7 +67,7 @@ static int nbdkit_start(struct run_ctx *x, const struct bench_config *bc, struct
         rk_set_err(err, errlen, "nbdkit is not installed");
         return -ENOENT;
     }
-    struct peer_state *st = peer_state_new(t, err, errlen);
+    struct peer_state *st = run_priv_new(t, sizeof(*st), err, errlen);
     if (!st)
         return -ENOMEM;
     snprintf(st->paths[0], sizeof(st->paths[0]), "%s/nbdkit-m0.img", x->work);
@@ -140,7 +131,7 @@ static int btrfs_start(struct run_ctx *x, const struct bench_config *bc, struct 
         rk_set_err(err, errlen, "mkfs.btrfs (btrfs-progs) or losetup is missing");
         return -ENOENT;
     }
-    struct peer_state *st = peer_state_new(t, err, errlen);
+    struct peer_state *st = run_priv_new(t, sizeof(*st), err, errlen);
     if (!st)
         return -ENOMEM;
     /* btrfs wants some room beyond the test file for its metadata and chunk allocation. */

@@ -139,15 +139,6 @@ static int local_fill_dev(struct rk_dev *dev, char *err, size_t errlen)
     return 0;
 }
 
-static struct local_state *local_state_new(struct run_target *t, char *err, size_t errlen)
-{
-    struct local_state *st = calloc(1, sizeof(*st));
-    if (!st)
-        rk_set_err(err, errlen, "out of memory");
-    t->priv = st;
-    return st;
-}
-
 static void local_stop(struct run_ctx *x, struct run_target *t)
 {
     struct local_state *st = t->priv;
@@ -215,7 +206,7 @@ static int raidkit_start(struct run_ctx *x, const struct bench_config *bc, struc
                    rk_level_name(bc->level), min, bc->members);
         return -EINVAL;
     }
-    struct local_state *st = local_state_new(t, err, errlen);
+    struct local_state *st = run_priv_new(t, sizeof(*st), err, errlen);
     if (!st)
         return -ENOMEM;
     for (int i = 0; i < bc->members; i++) {
@@ -288,7 +279,7 @@ static bool noop_describe(struct bench_config *bc, const char *name, int members
 static int noop_start(struct run_ctx *x, const struct bench_config *bc, struct run_target *t,
                       char *err, size_t errlen)
 {
-    struct local_state *st = local_state_new(t, err, errlen);
+    struct local_state *st = run_priv_new(t, sizeof(*st), err, errlen);
     if (!st)
         return -ENOMEM;
     int r = rk_mem_open(bench_suite_max_size(&x->suite), 4096, &st->memdev);

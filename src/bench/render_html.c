@@ -206,6 +206,24 @@ static void html_head(const struct bench_report *r, FILE *f)
           f);
 }
 
+/* One line of a note block ("<b>WHAT [WHAT2]</b>: note"), opening the block under title first. */
+static void html_note_item(FILE *f, bool *open, const char *title, const char *what,
+                           const char *what2, const char *note)
+{
+    if (!*open)
+        fprintf(f, "<p class=\"note\">%s:<br>\n", title);
+    *open = true;
+    fputs("<b>", f);
+    render_xml(f, what);
+    if (what2) {
+        fputc(' ', f);
+        render_xml(f, what2);
+    }
+    fputs("</b>: ", f);
+    render_xml(f, note);
+    fputs("<br>\n", f);
+}
+
 /* Notes on the whole run: interrupted, skipped configurations, failed measurements. */
 static void html_notes(const struct bench_report *r, FILE *f)
 {
@@ -216,14 +234,8 @@ static void html_notes(const struct bench_report *r, FILE *f)
     for (int c = 0; c < r->nconfigs; c++) {
         if (!r->configs[c].skipped)
             continue;
-        if (!any_skip)
-            fputs("<p class=\"note\">Skipped configurations:<br>\n", f);
-        any_skip = true;
-        fputs("<b>", f);
-        render_xml(f, r->configs[c].name);
-        fputs("</b>: ", f);
-        render_xml(f, r->configs[c].note);
-        fputs("<br>\n", f);
+        html_note_item(f, &any_skip, "Skipped configurations", r->configs[c].name, NULL,
+                       r->configs[c].note);
     }
     if (any_skip)
         fputs("</p>\n", f);
@@ -233,16 +245,8 @@ static void html_notes(const struct bench_report *r, FILE *f)
             const struct bench_cell *cell = &r->cells[c][j];
             if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0])
                 continue;
-            if (!any_fail)
-                fputs("<p class=\"note\">Failed measurements:<br>\n", f);
-            any_fail = true;
-            fputs("<b>", f);
-            render_xml(f, r->configs[c].name);
-            fputc(' ', f);
-            render_xml(f, s->jobs[j].name);
-            fputs("</b>: ", f);
-            render_xml(f, cell->note);
-            fputs("<br>\n", f);
+            html_note_item(f, &any_fail, "Failed measurements", r->configs[c].name, s->jobs[j].name,
+                           cell->note);
         }
     }
     if (any_fail)

@@ -29,6 +29,14 @@ const struct bench_backend *bench_backend_find(const char *kind)
     return NULL;
 }
 
+void *run_priv_new(struct run_target *t, size_t size, char *err, size_t errlen)
+{
+    t->priv = calloc(1, size);
+    if (!t->priv)
+        rk_set_err(err, errlen, "out of memory");
+    return t->priv;
+}
+
 void run_socket_path(const struct run_ctx *x, char *buf, size_t len)
 {
     snprintf(buf, len, "%.500s/nbd.sock", x->work);

@@ -71,6 +71,8 @@ extern const struct bench_backend bench_backend_raidkit, bench_backend_noop, ben
 extern const struct bench_backend *const bench_backends[];
 /* The back-end of a configuration kind, or NULL. */
 const struct bench_backend *bench_backend_find(const char *kind);
+/* A zeroed back-end state of size bytes as t->priv (NULL with "out of memory" in err). */
+void *run_priv_new(struct run_target *t, size_t size, char *err, size_t errlen);
 /* Path of the private NBD socket of x: "WORK/nbd.sock". */
 void run_socket_path(const struct run_ctx *x, char *buf, size_t len);
 

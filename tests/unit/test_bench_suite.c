@@ -59,18 +59,24 @@ static void test_shipped(void **state)
     free(s);
 }
 
-/* Parse text written to a temp file; returns the result and the error message. */
-static int parse_text(const char *text, char *err, size_t errlen)
+/* Parse text written to a temp file into s; returns the result and the error message. */
+static int parse_into(const char *text, struct bench_suite *s, char *err, size_t errlen)
 {
     char path[] = "/tmp/rk-suite-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-    struct bench_suite *s = calloc(1, sizeof(*s));
     int r = bench_suite_parse(path, s, err, errlen);
-    free(s);
     unlink(path);
+    return r;
+}
+
+static int parse_text(const char *text, char *err, size_t errlen)
+{
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    int r = parse_into(text, s, err, errlen);
+    free(s);
     return r;
 }
 
@@ -106,16 +112,10 @@ static void test_ini_syntax(void **state)
 {
     (void)state;
     char err[512];
-    char path[] = "/tmp/rk-suite-XXXXXX";
     const char *text = "# comment\n; also a comment\n  bs = 8K   # inline\n\n[ first ]\n"
                        "  rw = read\n[randread]\n[third]\ntitle = The Third ; note\n";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
     struct bench_suite *s = calloc(1, sizeof(*s));
-    int r = bench_suite_parse(path, s, err, sizeof(err));
-    unlink(path);
+    int r = parse_into(text, s, err, sizeof(err));
     if (r < 0)
         print_error("%s\n", err);
     assert_int_equal(r, 0);
