@@ -101,7 +101,10 @@ static char *ini_read(char *str, int num, void *stream)
         return NULL;
     }
     c->lineno++;
-    char *s = c->buf + strspn(c->buf, " \t\r\f\v");
+    char *s = c->buf;
+    if (c->lineno == 1 && !strncmp(s, "\xEF\xBB\xBF", 3))
+        s += 3; /* UTF-8 byte order mark */
+    s += strspn(s, " \t\r\f\v");
     s[strcspn(s, "\r\n")] = '\0';
     ini_cut_comment(s);
     size_t len = strlen(s);
