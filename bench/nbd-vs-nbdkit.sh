@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# NBD path benchmark (DESIGN §9 target 1): one member file on tmpfs served by `raidkit serve` (a
-# one-member linear volume) and by nbdkit's file plugin, side by side with fio (nbd engine).
+# NBD path benchmark (bench/RESULTS.md "NBD path"): one member file on tmpfs served by `raidkit
+# serve` (a one-member linear volume) and by nbdkit's file plugin, side by side with fio (nbd
+# engine).
 #
 # Usage: bench/nbd-vs-nbdkit.sh RAIDKIT_BINARY
 # Environment (defaults in brackets):

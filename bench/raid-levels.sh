@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# RAID5/6 write cost benchmark (DESIGN §9 target 3): raid0, raid5, raid6 and raid10 built in turn on
-# the same 4 and 6 member files on tmpfs, served by `raidkit serve`, measured with fio (nbd engine).
+# RAID5/6 write cost benchmark (bench/RESULTS.md "RAID5/RAID6 writes"): raid0, raid5, raid6 and
+# raid10 built in turn on the same 4 and 6 member files on tmpfs, served by `raidkit serve`,
+# measured with fio (nbd engine).
 #
 # Usage: bench/raid-levels.sh RAIDKIT_BINARY
 # Environment (defaults in brackets):

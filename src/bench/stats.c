@@ -1,5 +1,6 @@
 /* raidkit bench statistics: mean, sample standard deviation, standard error, relative standard
- * deviation and the trial-extension rule (DESIGN §6), as pure functions over trial values. */
+ * deviation and the trial-extension rule (docs/BENCHMARKS.md "The harness"), as pure functions
+ * over trial values. */
 #include <math.h>
 
 #include "bench/bench.h"

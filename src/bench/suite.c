@@ -1,6 +1,5 @@
-/* raidkit bench suites: parse the key = value files in bench/suites/ (suite keys and job defaults
- * first, then one [job] section per fio workload) with errors naming the file and line. */
-#include <ctype.h>
+/* raidkit bench suites: read the INI files in bench/suites/ (suite keys and job defaults first,
+ * then one [job] section per fio workload) through the core INI reader. */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,17 +8,8 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "core/ini.h"
 #include "core/util.h"
-
-static char *suite_trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n > 0 && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
-}
 
 static int suite_int(const char *v, int lo, int hi, int *out)
 {
@@ -68,113 +58,91 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
     return 0;
 }
 
+struct suite_ctx {
+    struct bench_suite *s;
+    struct bench_job defaults; /* keys before the first [job] */
+    struct bench_job *cur;     /* the job being read, NULL before the first [job] */
+};
+
+/* A [name] header: a new job with the defaults so far. */
+static int suite_section(struct suite_ctx *x, const char *nm, char *msg, size_t msglen)
+{
+    struct bench_suite *s = x->s;
+    if (!nm[0] || strlen(nm) >= sizeof(x->cur->name) ||
+        strspn(nm, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+            strlen(nm)) {
+        rk_set_err(msg, msglen, "bad job name '%s' (letters, digits, _ and -)", nm);
+        return -EINVAL;
+    }
+    for (int i = 0; i < s->njobs; i++) {
+        if (!strcmp(s->jobs[i].name, nm)) {
+            rk_set_err(msg, msglen, "job '%s' defined twice", nm);
+            return -EINVAL;
+        }
+    }
+    if (s->njobs >= BENCH_MAX_JOBS) {
+        rk_set_err(msg, msglen, "more than %d jobs", BENCH_MAX_JOBS);
+        return -EINVAL;
+    }
+    x->cur = &s->jobs[s->njobs++];
+    *x->cur = x->defaults;
+    snprintf(x->cur->name, sizeof(x->cur->name), "%s", nm);
+    x->cur->title[0] = '\0';
+    return 0;
+}
+
+/* rk_ini_fn of a suite file: suite keys and job defaults first, then [job] sections. */
+static int suite_line(void *arg, const char *section, const char *k, const char *v, char *msg,
+                      size_t msglen)
+{
+    struct suite_ctx *x = arg;
+    struct bench_suite *s = x->s;
+    if (!k)
+        return suite_section(x, section, msg, msglen);
+    if (!x->cur && !strcmp(k, "name")) {
+        snprintf(s->name, sizeof(s->name), "%s", v);
+        return 0;
+    }
+    if (!x->cur && !strcmp(k, "description")) {
+        snprintf(s->description, sizeof(s->description), "%s", v);
+        return 0;
+    }
+    if (!x->cur && !strcmp(k, "max_trials")) {
+        if (suite_int(v, 1, BENCH_MAX_TRIALS, &s->max_trials) < 0) {
+            rk_set_err(msg, msglen, "bad value '%s' for 'max_trials' (1..%d)", v, BENCH_MAX_TRIALS);
+            return -EINVAL;
+        }
+        return 0;
+    }
+    if (!x->cur && !strcmp(k, "reproduces")) {
+        snprintf(s->reproduces, sizeof(s->reproduces), "%s", v);
+        return 0;
+    }
+    int kr = suite_job_key(x->cur ? x->cur : &x->defaults, k, v);
+    if (kr == -ENOENT) {
+        rk_set_err(msg, msglen, "unknown key '%s'%s", k, x->cur ? " in a job section" : "");
+        return -EINVAL;
+    }
+    if (kr < 0) {
+        rk_set_err(msg, msglen, "bad value '%s' for '%s'", v, k);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t errlen)
 {
-    int r = 0, lineno = 0;
-    char line[1024];
-    struct bench_job defaults = {
-        .rw = "randread", .bs = 4096, .iodepth = 1, .size = 256u << 20, .ramp = 0, .runtime = 5};
-    struct bench_job *cur = NULL;
-    FILE *f = fopen(path, "r");
+    struct suite_ctx x = {
+        .s = s,
+        .defaults = {.rw = "randread", .bs = 4096, .iodepth = 1, .size = 256u << 20, .runtime = 5}};
     memset(s, 0, sizeof(*s));
-    if (!f) {
-        r = -errno;
-        rk_set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return r;
-    }
     snprintf(s->path, sizeof(s->path), "%s", path);
-    while (fgets(line, sizeof(line), f)) {
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            rk_set_err(err, errlen, "%s:%d: line too long", path, lineno);
-            r = -EINVAL;
-            goto out;
-        }
-        char *p = suite_trim(line);
-        if (*p == '\0' || *p == '#' || *p == ';')
-            continue;
-        if (*p == '[') {
-            char *e = strchr(p, ']');
-            if (!e || e[1] != '\0' || e == p + 1) {
-                rk_set_err(err, errlen, "%s:%d: bad section header '%s'", path, lineno, p);
-                r = -EINVAL;
-                goto out;
-            }
-            *e = '\0';
-            char *nm = suite_trim(p + 1);
-            if (strlen(nm) >= sizeof(cur->name) || strspn(nm, "abcdefghijklmnopqrstuvwxyz"
-                                                              "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                              "0123456789_-") != strlen(nm)) {
-                rk_set_err(err, errlen, "%s:%d: bad job name '%s' (letters, digits, _ and -)", path,
-                           lineno, nm);
-                r = -EINVAL;
-                goto out;
-            }
-            for (int i = 0; i < s->njobs; i++) {
-                if (!strcmp(s->jobs[i].name, nm)) {
-                    rk_set_err(err, errlen, "%s:%d: job '%s' defined twice", path, lineno, nm);
-                    r = -EINVAL;
-                    goto out;
-                }
-            }
-            if (s->njobs >= BENCH_MAX_JOBS) {
-                rk_set_err(err, errlen, "%s:%d: more than %d jobs", path, lineno, BENCH_MAX_JOBS);
-                r = -EINVAL;
-                goto out;
-            }
-            cur = &s->jobs[s->njobs++];
-            *cur = defaults;
-            snprintf(cur->name, sizeof(cur->name), "%s", nm);
-            cur->title[0] = '\0';
-            continue;
-        }
-        char *eq = strchr(p, '=');
-        if (!eq) {
-            rk_set_err(err, errlen, "%s:%d: expected 'key = value' or '[job]', got '%s'", path,
-                       lineno, p);
-            r = -EINVAL;
-            goto out;
-        }
-        *eq = '\0';
-        char *k = suite_trim(p), *v = suite_trim(eq + 1);
-        if (!cur && !strcmp(k, "name")) {
-            snprintf(s->name, sizeof(s->name), "%s", v);
-            continue;
-        }
-        if (!cur && !strcmp(k, "description")) {
-            snprintf(s->description, sizeof(s->description), "%s", v);
-            continue;
-        }
-        if (!cur && !strcmp(k, "max_trials")) {
-            if (suite_int(v, 1, BENCH_MAX_TRIALS, &s->max_trials) < 0) {
-                rk_set_err(err, errlen, "%s:%d: bad value '%s' for 'max_trials' (1..%d)", path,
-                           lineno, v, BENCH_MAX_TRIALS);
-                r = -EINVAL;
-                goto out;
-            }
-            continue;
-        }
-        if (!cur && !strcmp(k, "reproduces")) {
-            snprintf(s->reproduces, sizeof(s->reproduces), "%s", v);
-            continue;
-        }
-        int kr = suite_job_key(cur ? cur : &defaults, k, v);
-        if (kr == -ENOENT) {
-            rk_set_err(err, errlen, "%s:%d: unknown key '%s'%s", path, lineno, k,
-                       cur ? " in a job section" : "");
-            r = -EINVAL;
-            goto out;
-        }
-        if (kr < 0) {
-            rk_set_err(err, errlen, "%s:%d: bad value '%s' for '%s'", path, lineno, v, k);
-            r = -EINVAL;
-            goto out;
-        }
-    }
+    int r = rk_ini_parse(path, suite_line, &x, err, errlen);
+    if (r < 0)
+        return r;
     if (s->njobs == 0) {
         rk_set_err(err, errlen, "%s: no [job] sections", path);
-        r = -EINVAL;
-        goto out;
+        return -EINVAL;
     }
     if (s->name[0] == '\0') {
         /* Default the name to the file's base name without extension. */
@@ -191,13 +159,10 @@ int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t
         _Static_assert(sizeof(j->title) >= sizeof(j->name), "job title holds a job name");
         if (j->size < j->bs) {
             rk_set_err(err, errlen, "%s: job '%s': size smaller than bs", path, j->name);
-            r = -EINVAL;
-            goto out;
+            return -EINVAL;
         }
     }
-out:
-    fclose(f);
-    return r;
+    return 0;
 }
 
 int bench_suite_load(const char *name_or_path, struct bench_suite *s, char *err, size_t errlen)

@@ -1,5 +1,5 @@
 /* `raidkit bench`: run a fio suite over raidkit configurations (member files or device models)
- * and write the seed-style text tables, JSON, CSV, SVG and HTML reports (DESIGN §5, §6). */
+ * and write the seed-style text tables, JSON, CSV, SVG and HTML reports (docs/BENCHMARKS.md). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>

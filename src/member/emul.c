@@ -1,5 +1,5 @@
 /* The emul member: wraps a child device and completes each request at the time an SSD or HDD
- * model says (emul_model.c), using a timer thread per device; plus profile loading (INI). */
+ * model says (emul_model.c), using a timer thread per device. Profiles: emul_profile.c. */
 #include "raidkit/emul.h"
 
 #include <errno.h>
@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "core/util.h"

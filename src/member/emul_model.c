@@ -11,19 +11,12 @@ int emul_model_init(struct emul_model *m, const struct rk_emul_params *p, uint64
     memset(m, 0, sizeof(*m));
     if (!p || capacity == 0)
         return -EINVAL;
+    if (rk_emul_params_check(p, NULL, 0) < 0)
+        return -EINVAL;
     m->p = *p;
     m->capacity = capacity;
-    if (p->kind == RK_EMUL_SSD) {
-        if (!p->read_iops || !p->write_iops || !p->read_bw || !p->write_bw || !p->parallelism ||
-            p->parallelism > EMUL_MAX_CHANNELS)
-            return -EINVAL;
+    if (p->kind == RK_EMUL_SSD)
         return 0;
-    }
-    if (p->kind != RK_EMUL_HDD)
-        return -EINVAL;
-    if (!p->rpm || !p->outer_bw || !p->inner_bw || !p->zones || !p->queue_depth ||
-        p->seek_track_us > p->seek_avg_us || p->seek_avg_us > p->seek_full_us)
-        return -EINVAL;
     m->rev_ns = 60000000000ull / p->rpm;
     /* The seed only places the spindle angle at time 0: runs with one seed repeat exactly. */
     m->phase_ns = (p->seed * 0x9e3779b97f4a7c15ull) % m->rev_ns;

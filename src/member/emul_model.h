@@ -40,7 +40,8 @@ struct emul_model {
     uint64_t head;         /* byte offset under the head: end of the last transfer */
 };
 
-/* Check p and derive constants. capacity must be > 0. Returns 0 or -EINVAL. */
+/* Check p (rk_emul_params_check) and derive constants. capacity must be > 0. Returns 0 or
+ * -EINVAL. */
 int emul_model_init(struct emul_model *m, const struct rk_emul_params *p, uint64_t capacity);
 
 /* SSD: a request of len bytes in direction dir arrives at now; returns its completion time.

@@ -1,6 +1,5 @@
-/* Device-model profiles: the built-in table by name, or a small INI file (`key = value`, field
- * names of struct rk_emul_params, `#` comments) with errors that name the line. */
-#include <ctype.h>
+/* Device-model profiles: the parameter table (RK_EMUL_PARAMS as data), its checks, and loading a
+ * profile: the built-in table by name, or an INI file through the core INI reader. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/ini.h"
 #include "core/util.h"
 #include "member/emul_model.h"
 #include "raidkit/emul.h"
@@ -19,37 +19,87 @@ const char *const *rk_emul_profile_names(void)
     return emul_names;
 }
 
-enum { F_U32, F_U64, F_BOOL };
+#define EMUL_MODELS_SSD (1u << RK_EMUL_SSD)
+#define EMUL_MODELS_HDD (1u << RK_EMUL_HDD)
+#define EMUL_MODELS_ANY (EMUL_MODELS_SSD | EMUL_MODELS_HDD)
+#define EMUL_REQ_REQ    true
+#define EMUL_REQ_OPT    false
+#define EMUL_ROW(type, field, models, unit, required, meaning)                                     \
+    {#field,                                                                                       \
+     RK_EMUL_##type,                                                                               \
+     EMUL_MODELS_##models,                                                                         \
+     EMUL_REQ_##required,                                                                          \
+     offsetof(struct rk_emul_params, field),                                                       \
+     unit,                                                                                         \
+     meaning},
 
-struct emul_field {
-    const char *key;
-    int type;
-    size_t off;
-};
+const struct rk_emul_field rk_emul_fields[] = {RK_EMUL_PARAMS(EMUL_ROW){NULL}};
 
-#define EF(k, t)                                                                                   \
-    {                                                                                              \
-#k, t, offsetof(struct rk_emul_params, k)                                                  \
-    }
-static const struct emul_field emul_fields[] = {
-    EF(capacity, F_U64),      EF(read_latency_us, F_U32), EF(write_latency_us, F_U32),
-    EF(read_iops, F_U32),     EF(write_iops, F_U32),      EF(read_bw, F_U64),
-    EF(write_bw, F_U64),      EF(parallelism, F_U32),     EF(rpm, F_U32),
-    EF(seek_track_us, F_U32), EF(seek_avg_us, F_U32),     EF(seek_full_us, F_U32),
-    EF(outer_bw, F_U64),      EF(inner_bw, F_U64),        EF(zones, F_U32),
-    EF(reorder, F_BOOL),      EF(queue_depth, F_U32),     EF(write_cache, F_U32),
-    EF(cache_cmds, F_U32),    EF(cmd_read_us, F_U32),     EF(cmd_write_us, F_U32),
-    EF(seed, F_U64),
-};
-
-static char *emul_trim(char *s)
+static const char *emul_kind_name(enum rk_emul_kind k)
 {
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    return s;
+    return k == RK_EMUL_SSD ? "ssd" : k == RK_EMUL_HDD ? "hdd" : "unknown";
+}
+
+bool rk_emul_field_used(const struct rk_emul_field *f, const struct rk_emul_params *p)
+{
+    return (p->kind == RK_EMUL_SSD || p->kind == RK_EMUL_HDD) && (f->models & (1u << p->kind));
+}
+
+uint64_t rk_emul_field_get(const struct rk_emul_params *p, const struct rk_emul_field *f)
+{
+    const void *src = (const char *)p + f->offset;
+    switch (f->type) {
+    case RK_EMUL_U32:
+        return *(const uint32_t *)src;
+    case RK_EMUL_U64:
+        return *(const uint64_t *)src;
+    case RK_EMUL_BOOL:
+        return *(const bool *)src;
+    }
+    return 0;
+}
+
+int rk_emul_params_check(const struct rk_emul_params *p, char *msg, size_t msglen)
+{
+    if (p->kind != RK_EMUL_SSD && p->kind != RK_EMUL_HDD) {
+        rk_set_err(msg, msglen, "kind must be ssd or hdd");
+        return -EINVAL;
+    }
+    const char *kind = emul_kind_name(p->kind);
+    for (const struct rk_emul_field *f = rk_emul_fields; f->name; f++) {
+        if (f->required && rk_emul_field_used(f, p) && rk_emul_field_get(p, f) == 0) {
+            rk_set_err(msg, msglen, "incomplete %s profile: %s must be > 0", kind, f->name);
+            return -EINVAL;
+        }
+    }
+    if (p->kind == RK_EMUL_SSD && p->parallelism > EMUL_MAX_CHANNELS) {
+        rk_set_err(msg, msglen, "inconsistent ssd profile: parallelism %u is not 1..%d",
+                   p->parallelism, EMUL_MAX_CHANNELS);
+        return -EINVAL;
+    }
+    if (p->kind == RK_EMUL_HDD &&
+        (p->seek_track_us > p->seek_avg_us || p->seek_avg_us > p->seek_full_us)) {
+        rk_set_err(msg, msglen,
+                   "inconsistent hdd profile: want seek_track_us <= seek_avg_us <= seek_full_us "
+                   "(%u, %u, %u)",
+                   p->seek_track_us, p->seek_avg_us, p->seek_full_us);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int emul_set_bool(bool *dst, const char *key, const char *val, char *err, size_t errlen)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"}, *const no[] = {"0", "false", "no",
+                                                                                "off"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (!strcasecmp(val, yes[i]) || !strcasecmp(val, no[i])) {
+            *dst = !strcasecmp(val, yes[i]);
+            return 0;
+        }
+    }
+    rk_set_err(err, errlen, "bad value '%s' for %s (true or false)", val, key);
+    return -EINVAL;
 }
 
 /* Set one key; returns 0 or -EINVAL with a message (without the line prefix) in err. */
@@ -75,35 +125,23 @@ static int emul_set(struct rk_emul_params *p, const char *key, const char *val, 
         }
         return 0;
     }
-    for (size_t i = 0; i < sizeof(emul_fields) / sizeof(emul_fields[0]); i++) {
-        const struct emul_field *f = &emul_fields[i];
-        if (strcmp(key, f->key))
+    for (const struct rk_emul_field *f = rk_emul_fields; f->name; f++) {
+        if (strcmp(key, f->name))
             continue;
-        void *dst = (char *)p + f->off;
+        void *dst = (char *)p + f->offset;
+        if (f->type == RK_EMUL_BOOL)
+            return emul_set_bool(dst, key, val, err, errlen);
+        /* Plain integers, or sizes with K/M/G/T (powers of 1024) for 64-bit fields. */
         uint64_t v;
-        if (f->type == F_BOOL) {
-            if (!strcasecmp(val, "1") || !strcasecmp(val, "true") || !strcasecmp(val, "yes") ||
-                !strcasecmp(val, "on"))
-                *(bool *)dst = true;
-            else if (!strcasecmp(val, "0") || !strcasecmp(val, "false") || !strcasecmp(val, "no") ||
-                     !strcasecmp(val, "off"))
-                *(bool *)dst = false;
-            else {
-                rk_set_err(err, errlen, "bad value '%s' for %s (true or false)", val, key);
-                return -EINVAL;
-            }
-            return 0;
-        }
-        /* Plain integers, or sizes with K/M/G/T (powers of 1024) for byte fields. */
         int r = rk_parse_u64(val, &v);
-        if (r && f->type == F_U64)
+        if (r && f->type == RK_EMUL_U64)
             r = rk_parse_size(val, &v);
-        if (r || (f->type == F_U32 && v > UINT32_MAX)) {
+        if (r || (f->type == RK_EMUL_U32 && v > UINT32_MAX)) {
             rk_set_err(err, errlen, "bad value '%s' for %s (a non-negative integer%s)", val, key,
-                       f->type == F_U64 ? ", K/M/G/T allowed" : "");
+                       f->type == RK_EMUL_U64 ? ", K/M/G/T allowed" : "");
             return -EINVAL;
         }
-        if (f->type == F_U32)
+        if (f->type == RK_EMUL_U32)
             *(uint32_t *)dst = (uint32_t)v;
         else
             *(uint64_t *)dst = v;
@@ -113,68 +151,40 @@ static int emul_set(struct rk_emul_params *p, const char *key, const char *val, 
     return -EINVAL;
 }
 
+/* rk_ini_fn of a profile file: key = value lines only. */
+static int emul_line(void *arg, const char *section, const char *key, const char *val, char *msg,
+                     size_t msglen)
+{
+    if (!key || section[0]) {
+        rk_set_err(msg, msglen, "unexpected section '[%s]' (a profile has only key = value lines)",
+                   section);
+        return -EINVAL;
+    }
+    return emul_set(arg, key, val, msg, msglen);
+}
+
 static int emul_load_file(const char *path, struct rk_emul_params *out, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        int e = errno;
-        rk_set_err(err, errlen, "%s: %s", path, strerror(e));
-        return e == ENOENT ? -ENOENT : -EINVAL;
-    }
     struct rk_emul_params p = {0};
-    char line[512], msg[256];
-    int lineno = 0, r = 0;
-    while (fgets(line, sizeof(line), f)) {
-        lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
-            rk_set_err(err, errlen, "%s:%d: line too long", path, lineno);
-            r = -EINVAL;
-            goto out;
-        }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = emul_trim(line);
-        if (!*s)
-            continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            rk_set_err(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
-            r = -EINVAL;
-            goto out;
-        }
-        *eq = '\0';
-        r = emul_set(&p, emul_trim(s), emul_trim(eq + 1), msg, sizeof(msg));
-        if (r) {
-            rk_set_err(err, errlen, "%s:%d: %s", path, lineno, msg);
-            goto out;
-        }
-    }
+    char msg[256];
+    int r = rk_ini_parse(path, emul_line, &p, err, errlen);
+    if (r < 0)
+        return r == -ENOENT ? -ENOENT : -EINVAL;
     if (!p.kind) {
         rk_set_err(err, errlen, "%s: missing 'kind = ssd|hdd'", path);
-        r = -EINVAL;
-        goto out;
+        return -EINVAL;
     }
     if (!p.name[0]) { /* default: the file name without directory and extension */
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
         snprintf(p.name, sizeof(p.name), "%.*s", (int)strcspn(b, "."), b);
     }
-    struct emul_model m;
-    if (emul_model_init(&m, &p, 1ull << 30)) {
-        rk_set_err(err, errlen, "%s: incomplete or inconsistent %s profile (%s)", path,
-                   p.kind == RK_EMUL_SSD ? "ssd" : "hdd",
-                   p.kind == RK_EMUL_SSD
-                       ? "read_iops, write_iops, read_bw, write_bw > 0; parallelism 1..64"
-                       : "rpm, outer_bw, inner_bw, zones, queue_depth > 0; "
-                         "seek_track_us <= seek_avg_us <= seek_full_us");
-        r = -EINVAL;
-        goto out;
+    if (rk_emul_params_check(&p, msg, sizeof(msg)) < 0) {
+        rk_set_err(err, errlen, "%s: %s", path, msg);
+        return -EINVAL;
     }
     *out = p;
-out:
-    fclose(f);
-    return r;
+    return 0;
 }
 
 int rk_emul_profile_load(const char *name_or_path, struct rk_emul_params *out, char *err,

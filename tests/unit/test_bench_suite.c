@@ -59,18 +59,24 @@ static void test_shipped(void **state)
     free(s);
 }
 
-/* Parse text written to a temp file; returns the result and the error message. */
-static int parse_text(const char *text, char *err, size_t errlen)
+/* Parse text written to a temp file into s; returns the result and the error message. */
+static int parse_into(const char *text, struct bench_suite *s, char *err, size_t errlen)
 {
     char path[] = "/tmp/rk-suite-XXXXXX";
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
     close(fd);
-    struct bench_suite *s = calloc(1, sizeof(*s));
     int r = bench_suite_parse(path, s, err, errlen);
-    free(s);
     unlink(path);
+    return r;
+}
+
+static int parse_text(const char *text, char *err, size_t errlen)
+{
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    int r = parse_into(text, s, err, errlen);
+    free(s);
     return r;
 }
 
@@ -100,11 +106,50 @@ static void test_errors(void **state)
     free(s);
 }
 
+/* The INI syntax of the core reader: comments, blanks, headers, and line numbers that count file
+ * lines only (the reader's section marks are not lines of the file). */
+static void test_ini_syntax(void **state)
+{
+    (void)state;
+    char err[512];
+    const char *text = "# comment\n; also a comment\n  bs = 8K   # inline\n\n[ first ]\n"
+                       "  rw = read\n[randread]\n[third]\ntitle = The Third ; note\n";
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    int r = parse_into(text, s, err, sizeof(err));
+    if (r < 0)
+        print_error("%s\n", err);
+    assert_int_equal(r, 0);
+    assert_int_equal(s->njobs, 3);
+    assert_string_equal(s->jobs[0].name, "first");
+    assert_string_equal(s->jobs[0].rw, "read");
+    assert_int_equal(s->jobs[0].bs, 8192);
+    /* An empty section is a job with the defaults. */
+    assert_string_equal(s->jobs[1].name, "randread");
+    assert_string_equal(s->jobs[1].rw, "randread");
+    assert_int_equal(s->jobs[1].bs, 8192);
+    assert_string_equal(s->jobs[2].title, "The Third");
+    free(s);
+
+    assert_int_equal(parse_text("[a]\n[b]\nrw = bad\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":3: bad value 'bad' for 'rw'"));
+    assert_int_equal(parse_text("[a]\n[b]\n[c]\nno equals\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":4: expected 'key = value'"));
+    assert_int_equal(parse_text("[a] junk\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":1: bad section header '[a] junk'"));
+    assert_int_equal(parse_text("[a\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":1: bad section header '[a'"));
+    char longline[400];
+    snprintf(longline, sizeof(longline), "[a]\ntitle = %0300d\n", 0);
+    assert_int_equal(parse_text(longline, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: line too long"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_shipped),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_ini_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -420,6 +420,13 @@ static void test_profile_errors(void **state)
                                "queue_depth=1\n",
                                err, sizeof(err)),
                      -EINVAL);
+    assert_int_equal(load_text("kind = ssd\n[disk]\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: unexpected section '[disk]'"));
+    assert_int_equal(load_text("kind = ssd\nread_iops=1000\nwrite_iops=1000\nread_bw=10M\n"
+                               "write_bw = 10M\nparallelism = 65\n",
+                               err, sizeof(err)),
+                     -EINVAL);
+    assert_non_null(strstr(err, "parallelism 65 is not 1..64"));
     assert_int_equal(load_text("kind = ssd # fast\nread_iops=1000\nwrite_iops=1000\nread_bw=10M\n"
                                "write_bw = 10M\nparallelism = 2\nname = mine\n",
                                err, sizeof(err)),

@@ -1,0 +1,115 @@
+/* Internals of the bench runner (run.c) shared with its back-ends (backend_*.c), the fio trial
+ * (fio.c), the model's figures (model.c) and the process helpers (proc.c). Sizes are bytes. */
+#ifndef RK_BENCH_RUN_H
+#define RK_BENCH_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bench/bench.h"
+#include "raidkit/device.h"
+#include "raidkit/emul.h"
+
+/* One run of `raidkit bench`. */
+struct run_ctx {
+    const struct bench_opts *o;
+    struct bench_suite suite;
+    struct bench_report *rep;
+    struct rk_emul_params emul; /* the --model profile, when have_emul */
+    bool have_emul;
+    char work[512]; /* private temporary directory: members, fio files, nbd.sock */
+    uint64_t member_size;
+    int max_iodepth;
+    int max_trials;
+    double est_left;  /* seconds of planned trials left (ETA) */
+    double cost_done; /* planned seconds of the trials run so far */
+    double t0;        /* monotonic start of the first trial */
+};
+
+/* One configuration while it is up: what fio targets, and the back-end's own state. */
+struct run_target {
+    char uri[600];      /* NBD URI for fio's nbd engine, or "" */
+    char filename[600]; /* file for fio's libaio engine, or "" */
+    void *priv;         /* back-end state: allocated by start, freed by stop */
+};
+
+/* Operation counts of an array and its members at one moment (for the model's prediction). */
+struct run_counts {
+    int n;          /* members counted */
+    uint64_t bytes; /* array bytes read + written */
+    uint64_t r[RK_MAX_MEMBERS], w[RK_MAX_MEMBERS], rb[RK_MAX_MEMBERS], wb[RK_MAX_MEMBERS];
+};
+
+/*
+ * A back-end: one kind of configuration row. The runner knows back-ends only through this table
+ * (bench_backends); each lives in its own backend_*.c.
+ */
+struct bench_backend {
+    const char *kind;  /* bench_config.kind: "raidkit", "noop", "nbdkit", "btrfs" */
+    const char *names; /* the --configs names it takes, for the error message */
+    bool modelled;     /* its members are wrapped in the --model device model */
+    bool ceiling;      /* the harness ceiling: measured first and again last */
+    /* If name is one of this back-end's configurations, fill bc's label, level and members
+     * (members: the --members value) and return true. */
+    bool (*describe)(struct bench_config *bc, const char *name, int members);
+    /* Build and start configuration bc; on success t->uri or t->filename is fio's target.
+     * Returns 0 or -errno with a message in err. stop runs after a failure too. */
+    int (*start)(struct run_ctx *x, const struct bench_config *bc, struct run_target *t, char *err,
+                 size_t errlen);
+    /* Tear down what start built (members, server, processes, mounts) and free t->priv. */
+    void (*stop)(struct run_ctx *x, struct run_target *t);
+    /* Member operation counts now; NULL when the back-end has no modelled members. */
+    void (*counts)(const struct run_target *t, struct run_counts *k);
+};
+
+extern const struct bench_backend bench_backend_raidkit, bench_backend_noop, bench_backend_nbdkit,
+    bench_backend_btrfs;
+/* Every back-end, NULL-terminated. */
+extern const struct bench_backend *const bench_backends[];
+/* The back-end of a configuration kind, or NULL. */
+const struct bench_backend *bench_backend_find(const char *kind);
+/* A zeroed back-end state of size bytes as t->priv (NULL with "out of memory" in err). */
+void *run_priv_new(struct run_target *t, size_t size, char *err, size_t errlen);
+/* Path of the private NBD socket of x: "WORK/nbd.sock". */
+void run_socket_path(const struct run_ctx *x, char *buf, size_t len);
+
+/* ---- fio (fio.c) ---- */
+/* fio's version ("3.33") into buf; -ENOENT when fio does not run. */
+int run_fio_version(char *buf, size_t len);
+/* One fio trial of job j against t; MB/s (10^6 bytes/s) of reads and writes. Returns 0, -EINTR
+ * (interrupted) or -errno/-EIO with a message in err. */
+int run_fio(struct run_ctx *x, const struct bench_job *j, const struct run_target *t, double *rd,
+            double *wr, char *err, size_t errlen);
+
+/* ---- the device model's figures (model.c) ---- */
+/* MB/s the SSD model allows for the member I/O between counts a and b; 0 = unknown (no model,
+ * HDD, no I/O). */
+double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
+                     const struct run_counts *b);
+/* The model parameters as JSON object text into x->rep->model_json. Returns 0 or -ENOMEM. */
+int run_model_json(struct run_ctx *x);
+
+/* ---- processes and files (proc.c) ---- */
+/* Interrupt flag set by SIGINT/SIGTERM, and the fio child to stop then (0 = none). */
+extern volatile sig_atomic_t run_interrupted;
+extern volatile pid_t run_child;
+/* Install (on) or restore (off) the SIGINT/SIGTERM handlers and ignore SIGPIPE. */
+void run_signals(bool on);
+/* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the
+ * exit status (0..255), or -errno when it could not run. */
+int run_cmd(char *const argv[], char *out, size_t outlen, bool merge);
+/* Whether prog is on PATH. */
+bool run_have_prog(const char *prog);
+/* Strip trailing newlines and blanks. */
+void run_chomp(char *s);
+/* Current UTC time as ISO 8601 ("2026-01-01T00:00:00Z"). */
+void run_now_iso(char *buf, size_t len);
+/* Monotonic clock in seconds. */
+double run_mono(void);
+/* Create (or truncate) a sparse file of size bytes. Returns 0 or -errno with err. */
+int run_make_file(const char *path, uint64_t size, char *err, size_t errlen);
+
+#endif
