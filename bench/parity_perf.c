@@ -1,5 +1,6 @@
 /* Parity kernel throughput: rk_parity_xor / pq / recover (1 and 2 data blocks lost) vs memcpy of
- * the same data blocks, in GB/s of data processed (DESIGN §8 goal 5: parity >= memcpy). */
+ * the same data blocks, in GB/s of data processed (target: parity >= memcpy, bench/RESULTS.md
+ * "Parity kernels"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

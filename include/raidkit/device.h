@@ -71,9 +71,9 @@ static inline void rk_io_init(struct rk_io *io, struct rk_dev *dev, enum rk_op o
 }
 
 /*
- * Device operations: a const table filled with designated initialisers (STYLE.md point 3).
- * NULL means unsupported: the rk_dev_* wrappers then emulate (write_zeroes writes zero buffers,
- * discard becomes a no-op, submit runs the synchronous operation in the caller's thread).
+ * Device operations: a const table filled with designated initialisers (nbdkit's plugin-table
+ * idea). NULL means unsupported: the rk_dev_* wrappers then emulate (write_zeroes writes zero
+ * buffers, discard becomes a no-op, submit runs the synchronous operation in the caller's thread).
  * Operations are called only with requests the wrappers have validated: in range, aligned to
  * the device's block size, len > 0 (flush has neither).
  */

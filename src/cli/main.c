@@ -1,5 +1,5 @@
 /* raidkit command line: parses arguments with getopt_long and dispatches to the subcommands
- * (DESIGN §5). Every mistake is one line on stderr and a non-zero exit; nothing is written first.
+ * (docs/CLI.md). Every mistake is one line on stderr and a non-zero exit; nothing is written first.
  */
 #include <errno.h>
 #include <getopt.h>

@@ -181,6 +181,41 @@ static int sb_check_bad(const struct rk_sb *sb, char *err, size_t errlen)
     return 0;
 }
 
+/* The slot table: entries past the member count empty, known states, rebuild offsets within
+ * the data size, member UUIDs set. Returns 0 or -EINVAL with the reason in err. */
+static int sb_check_slots(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
+        const struct rk_sb_slot *s = &sb->slots[i];
+        if (i >= sb->members) {
+            if (!sb_slot_empty(s)) {
+                rk_set_err(err, errlen,
+                           "slot table entry %" PRIu32 " is not empty but the array has %" PRIu32
+                           " members",
+                           i, sb->members);
+                return -EINVAL;
+            }
+            continue;
+        }
+        if (s->state > RK_SLOT_REBUILDING) {
+            rk_set_err(err, errlen, "slot %" PRIu32 " has unknown state %" PRIu32, i, s->state);
+            return -EINVAL;
+        }
+        if (s->rebuild_offset > s->data_size) {
+            rk_set_err(err, errlen,
+                       "rebuild offset %" PRIu64 " of slot %" PRIu32
+                       " is beyond its data size %" PRIu64,
+                       s->rebuild_offset, i, s->data_size);
+            return -EINVAL;
+        }
+        if (sb_uuid_zero(s->uuid)) {
+            rk_set_err(err, errlen, "member UUID of slot %" PRIu32 " is all zeros", i);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
 int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
 {
     if (sb->version != RK_SB_VERSION) {
@@ -238,34 +273,9 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
                         errlen);
     if (r)
         return r;
-    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
-        const struct rk_sb_slot *s = &sb->slots[i];
-        if (i >= sb->members) {
-            if (!sb_slot_empty(s)) {
-                rk_set_err(err, errlen,
-                           "slot table entry %" PRIu32 " is not empty but the array has %" PRIu32
-                           " members",
-                           i, sb->members);
-                return -EINVAL;
-            }
-            continue;
-        }
-        if (s->state > RK_SLOT_REBUILDING) {
-            rk_set_err(err, errlen, "slot %" PRIu32 " has unknown state %" PRIu32, i, s->state);
-            return -EINVAL;
-        }
-        if (s->rebuild_offset > s->data_size) {
-            rk_set_err(err, errlen,
-                       "rebuild offset %" PRIu64 " of slot %" PRIu32
-                       " is beyond its data size %" PRIu64,
-                       s->rebuild_offset, i, s->data_size);
-            return -EINVAL;
-        }
-        if (sb_uuid_zero(s->uuid)) {
-            rk_set_err(err, errlen, "member UUID of slot %" PRIu32 " is all zeros", i);
-            return -EINVAL;
-        }
-    }
+    r = sb_check_slots(sb, err, errlen);
+    if (r)
+        return r;
     if (sb->data_size != sb->slots[sb->slot].data_size) {
         rk_set_err(err, errlen,
                    "member data size %" PRIu64 " differs from slot %" PRIu32 "'s entry %" PRIu64,
