@@ -2,7 +2,7 @@
 # The main job (`make demo`): builds a 4-member RAID10 volume on sparse files, serves it over NBD
 # and checks it with real clients (nbdinfo, nbdcopy + ext4 + e2fsck, fio --verify), then degraded.
 #
-# Usage: scripts/demo.sh RAIDKIT_BINARY
+# Usage: scripts/demo-raid10.sh RAIDKIT_BINARY
 # Environment: DEMO_DIR (default <repo>/demo-run, wiped at start), MEMBER_SIZE (256M),
 #              FIO_RUNTIME (20 seconds), FIO_SIZE (128M), DOC_MIB (6), KEEP=1 keeps member images.
 # Exit status: 0 when every check passed, 1 when one failed (the server log is shown), 2 on misuse.

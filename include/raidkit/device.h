@@ -1,9 +1,9 @@
-/* raidkit device interface: every layer of the stack (member, raid, cache) is an rk_dev.
- * Offsets and lengths are 64-bit bytes; every call returns 0 or a negative errno.
+/* raidkit device interface: every layer of the stack (read-only filter, raid, member) is an
+ * rk_dev. Offsets and lengths are 64-bit bytes; every call returns 0 or a negative errno.
  *
- *   front ends (nbd, fuse, C API)
+ *   front ends (nbd, C API)
  *        |  rk_dev_read/write/flush/discard/write_zeroes  (validated at the edge)
- *   [cache] -> raid (linear|0|1|10|5|6) -> members (file | emul | fault)
+ *   [read-only filter] -> raid (linear|0|1|10|5|6) -> members (file | emul | fault)
  *
  * Thread safety: every operation of every device may be called from many threads at once, with
  * many requests in flight. A device never reads errno across the layer boundary.
@@ -96,7 +96,7 @@ struct rk_dev_ops {
     void (*close)(struct rk_dev *dev);
 };
 
-/* Per-device I/O accounting (issue: "I/O accounting"); updated by the rk_dev_* wrappers. */
+/* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */
 struct rk_dev_stats {
     _Atomic uint64_t reads, writes, flushes, discards, zeroes;
     _Atomic uint64_t read_bytes, write_bytes;

@@ -102,7 +102,9 @@ struct rk_raid_events {
     void *ctx;
     /* Slot failed (a write error, or an unrecoverable read error): persist it — mark it failed
      * in the other members' superblocks and raise the event counter. Called at most once per
-     * slot, from an I/O thread, outside engine locks; may block on I/O. */
+     * slot, from an I/O thread; may block on I/O. It may run with a member range lock held and, on
+     * raid5/6, a stripe lock (a write failure inside a stripe update), so it must never issue I/O
+     * through the raid device itself. */
     void (*member_failed)(void *ctx, uint32_t slot, int error);
     /* Rebuild of slot reached offset (bytes of its data area now in sync and flushed on the
      * member): persist it as the slot's rebuild offset so a restart resumes there. Called from
@@ -139,10 +141,10 @@ const struct rk_raid_geom *rk_raid_geometry(struct rk_dev *raid);
 struct rk_dev *rk_raid_member(struct rk_dev *raid, uint32_t slot);
 
 /*
- * Online management (src/raid/rebuild.c, scrub.c): one background job per array at a time,
- * either a rebuild of one slot or a scrub. Jobs work in member data-area coordinates, in
- * chunk-aligned steps, each step under the range lock that copy-level foreground writes also
- * take, so a rebuild copy never races a foreground write of the same range.
+ * Online management (src/raid/job.c, rebuild.c, scrub.c): one background job per array at a
+ * time, either a rebuild of one slot or a scrub. Jobs work in member data-area coordinates, in
+ * chunk-aligned steps, each step under the range lock that foreground writes of every level
+ * also take while a job runs, so a rebuild copy never races a foreground write of the range.
  */
 
 /*

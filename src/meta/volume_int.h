@@ -39,7 +39,9 @@ struct rk_volume {
 
 /*
  * Write the in-memory superblock to every slot that is active or rebuilding and has a device,
- * raising utime; raw writes to the member files, past device models and fault wrappers. Caller
+ * raising utime. raw = true writes to the member files, past device models and fault wrappers
+ * (the dirty mark at open); raw = false writes through them (close, failure recording,
+ * checkpoints, replace), so a fault member's power cut covers superblock writes too. Caller
  * holds v->lock (or owns v alone). Returns 0 or the first -errno; a member whose write fails
  * is logged, and the others are still written.
  */

@@ -73,11 +73,8 @@ int rk_raid_geom_check(const struct rk_raid_geom *g, char *err, size_t errlen)
         return -EINVAL;
     }
     if (g->members < lvl->min_members || g->members > RK_MAX_MEMBERS) {
-        rk_set_err(err, errlen,
-                   "%s needs %u..%d members, got %u (member count %u out of range 1..%d or "
-                   "below the minimum %u of %s)",
-                   lvl->name, lvl->min_members, RK_MAX_MEMBERS, g->members, g->members,
-                   RK_MAX_MEMBERS, lvl->min_members, lvl->name);
+        rk_set_err(err, errlen, "%s needs %u..%d members, got %u", lvl->name, lvl->min_members,
+                   RK_MAX_MEMBERS, g->members);
         return -EINVAL;
     }
     if (g->chunk < RK_CHUNK_MIN || g->chunk > RK_CHUNK_MAX || (g->chunk & (g->chunk - 1))) {

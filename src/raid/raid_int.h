@@ -128,7 +128,9 @@ struct raid_level {
  *      drops and listing).
  *
  * raid_fail's member_failed callback runs with no lock of this list held, except possibly a
- * range (a failed write or repair inside a job step or a locked write). Slot states and the
+ * range (a failed write or repair inside a job step or a locked write) and, on raid5/6, the
+ * stripe lock and pool buffer of the write that failed; it must not do I/O through the raid
+ * device. Slot states and the
  * bad-range entries are read lock-free on the data path. A job thread is stopped and joined
  * (rk_raid_job_stop/wait, engine close) only by a thread that holds none of these and is not
  * the job thread itself (rebuild_checkpoint and rebuild_done run on it).

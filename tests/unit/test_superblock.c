@@ -209,9 +209,9 @@ MUT(bad_beyond, sb->nbad = 1; sb->bad[0].slot = 1; sb->bad[0].offset = (4u << 20
 static const struct field_case field_cases[] = {
     {"level", mut_level, -EINVAL, "unknown RAID level 7"},
     {"layout", mut_layout, -EINVAL, "unknown layout 1"},
-    {"members > max", mut_members_big, -EINVAL, "member count 33 out of range 1..32"},
-    {"members 0", mut_members_zero, -EINVAL, "member count 0 out of range"},
-    {"members < level minimum", mut_members_min, -EINVAL, "below the minimum 3 of raid5"},
+    {"members > max", mut_members_big, -EINVAL, "needs 3..32 members, got 33"},
+    {"members 0", mut_members_zero, -EINVAL, "needs 3..32 members, got 0"},
+    {"members < level minimum", mut_members_min, -EINVAL, "raid5 needs 3..32 members, got 2"},
     {"slot >= members", mut_slot, -EINVAL, "slot 4 out of range (the array has 4 members)"},
     {"chunk not power of two", mut_chunk_npot, -EINVAL, "chunk size 12288 is not a power of two"},
     {"chunk too small", mut_chunk_small, -EINVAL, "chunk size 2048 is not a power of two in"},
