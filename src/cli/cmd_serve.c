@@ -39,9 +39,13 @@ static const char serve_usage[] =
     "      --rebuild-rate MIB\n"
     "                      limit a rebuild resumed at start to MIB MiB/s (default unlimited)\n"
     "      --debug-fault SLOT:SPEC\n"
-    "                      testing only: wrap the member of SLOT in the fault-injection member.\n"
-    "                      SPEC items (comma-separated): fail-all, read-eio=OFF+LEN,\n"
-    "                      write-eio=OFF+LEN, eio=OFF+LEN, fail-after-writes=N (member offsets)\n"
+    "                      testing only: wrap the member of SLOT (or every member given: all)\n"
+    "                      in the fault-injection member. SPEC items (comma-separated):\n"
+    "                      fail-all, read-eio=OFF+LEN, write-eio=OFF+LEN, eio=OFF+LEN (member\n"
+    "                      offsets), fail-after-writes=N, cut-after=N (power cut after N member\n"
+    "                      writes: the member then fails every I/O, its unflushed writes kept\n"
+    "                      per 4 KiB block as keep=none|all|random says, seed=S), latency=USEC,\n"
+    "                      power=shared (one cut for every such member; implied by all:)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -53,6 +57,24 @@ static void serve_on_signal(int sig)
     (void)sig;
     if (serve_server)
         rk_nbd_server_stop(serve_server);
+}
+
+/* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
+ * every member is cut by one shared trigger. buf holds the spec. 0, or -1 after a message. */
+static int serve_fault_all(struct rk_open_opts *oo, const char *spec, int n, char *buf,
+                           size_t len)
+{
+    if ((size_t)snprintf(buf, len, "power=shared%s%s", *spec ? "," : "", spec) >= len ||
+        oo->nfaults + n > RK_MAX_MEMBERS) {
+        fprintf(stderr, "raidkit serve: --debug-fault all:%s: spec too long or too many faults\n",
+                spec);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        oo->fault_slot[oo->nfaults] = (uint32_t)i;
+        oo->fault_spec[oo->nfaults++] = buf;
+    }
+    return 0;
 }
 
 int cli_serve(int argc, char **argv)
@@ -75,7 +97,7 @@ int cli_serve(int argc, char **argv)
     struct rk_open_opts oo = {0};
     struct rk_emul_params emul;
     struct rk_nbd_opts no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"};
-    const char *control = NULL;
+    const char *control = NULL, *fault_all = NULL;
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":L:e:rdft:c:h", longopts, NULL)) != -1) {
@@ -122,6 +144,10 @@ int cli_serve(int argc, char **argv)
             }
             memcpy(slot, optarg, sl);
             slot[sl] = '\0';
+            if (!strcmp(slot, "all") && !fault_all) {
+                fault_all = colon + 1; /* expanded once the members are known */
+                break;
+            }
             if (rk_parse_u64(slot, &v) || v >= RK_MAX_MEMBERS) {
                 fprintf(stderr, "raidkit serve: bad slot in --debug-fault '%s'\n", optarg);
                 return CLI_EXIT_USAGE;
@@ -168,6 +194,9 @@ int cli_serve(int argc, char **argv)
         fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
         return CLI_EXIT_USAGE;
     }
+    char all_spec[512];
+    if (fault_all && serve_fault_all(&oo, fault_all, n, all_spec, sizeof(all_spec)))
+        return CLI_EXIT_USAGE;
 
     char err[512] = "";
     struct rk_volume *vol = NULL;
