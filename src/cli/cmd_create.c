@@ -39,7 +39,7 @@ int cli_create(int argc, char **argv)
         {"name", required_argument, NULL, 'n'},
         {"size", required_argument, NULL, 's'},
         {"force", no_argument, NULL, 'f'},
-        {"assume-clean", no_argument, NULL, 'A'},
+        {"assume-clean", no_argument, NULL, 'A'}, /* long option only */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };

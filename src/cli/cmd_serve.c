@@ -61,8 +61,7 @@ static void serve_on_signal(int sig)
 
 /* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
  * every member is cut by one shared trigger. buf holds the spec. 0, or -1 after a message. */
-static int serve_fault_all(struct rk_open_opts *oo, const char *spec, int n, char *buf,
-                           size_t len)
+static int serve_fault_all(struct rk_open_opts *oo, const char *spec, int n, char *buf, size_t len)
 {
     if ((size_t)snprintf(buf, len, "power=shared%s%s", *spec ? "," : "", spec) >= len ||
         oo->nfaults + n > RK_MAX_MEMBERS) {

@@ -543,8 +543,8 @@ void rk_fault_fail_after_writes(struct rk_dev *dev, uint64_t n)
 int rk_fault_set_keep(struct rk_dev *dev, enum rk_fault_keep keep, uint64_t seed)
 {
     struct fault_priv *f = fault_priv_of(dev);
-    if (!f || (keep != RK_FAULT_KEEP_NONE && keep != RK_FAULT_KEEP_ALL &&
-               keep != RK_FAULT_KEEP_RANDOM))
+    if (!f ||
+        (keep != RK_FAULT_KEEP_NONE && keep != RK_FAULT_KEEP_ALL && keep != RK_FAULT_KEEP_RANDOM))
         return -EINVAL;
     pthread_mutex_lock(&f->lock);
     f->keep = keep;

@@ -243,7 +243,7 @@ out:
 }
 
 /*
- * Initial consistency (docs/FORMAT.md "Initial consistency"): make the data area of one member
+ * Initial consistency (docs/CLI.md "create"): make the data area of one member
  * read back zeroes, so mirrors agree and parity (P and Q of zero data are zero) is valid before
  * the array holds data. Only for levels with redundancy, and not with assume_clean (the user's
  * promise that the members already agree). A regular file gets a hole punched over the part
