@@ -68,8 +68,10 @@ void rk_fault_fail_after_writes(struct rk_dev *dev, uint64_t n);
  * running, then the writes not yet covered by a successful flush (of that member) are kept or
  * undone on the child according to the member's keep mode (rk_fault_set_keep; default
  * RK_FAULT_KEEP_NONE: all undone, newest first), the child is flushed, and every later request
- * fails with -EIO. Writes with RK_WRITE_FUA, and writes that had completed before a flush
- * started, always persist. Returns 0 or the child's -errno.
+ * fails with -EIO (or blocks: rk_fault_set_hang); requests running at the cut complete with
+ * -EIO (their data is kept or undone like any unflushed write; a flush running then covers
+ * nothing). Writes with RK_WRITE_FUA, and writes that had completed before a flush started,
+ * always persist. Returns 0 or the child's -errno.
  * To make this possible the fault device keeps the old content of each unflushed write (read
  * from the child before writing); a flush discards the entries it covers. Writes therefore run
  * synchronously inside the fault device (reads still go down asynchronously).
@@ -103,6 +105,13 @@ int rk_fault_set_latency(struct rk_dev *dev, uint64_t usec);
  * the power as rk_fault_power_cut does, in the thread that issued it. Returns 0 or -EINVAL. */
 int rk_fault_cut_after(struct rk_dev *dev, uint64_t n);
 
+/* hang true: after a cut of dev's power domain, every member request of the domain (new ones,
+ * and those running at the cut) blocks forever instead of failing, as on a machine without
+ * power no reply is ever sent; the process is then killed (the torture test SIGKILLs the server
+ * once "power cut complete" is logged). Default false: requests fail with -EIO (a disk that
+ * lost power alone). Returns 0 or -EINVAL. */
+int rk_fault_set_hang(struct rk_dev *dev, bool hang);
+
 /* Move dev into the process-wide shared power domain (before any I/O): cut-after then counts
  * the writes of every member in it and a cut hits all of them at once (a power cut of the
  * whole machine). The domain resets when its last member is closed. Returns 0, -EINVAL, or
@@ -122,7 +131,8 @@ int rk_fault_last_cut(struct rk_dev *dev, struct rk_fault_cut_stats *out);
 /*
  * Apply a textual fault spec (the CLI's --debug-fault option), comma-separated items:
  *   fail-all | read-eio=OFF+LEN | write-eio=OFF+LEN | eio=OFF+LEN | fail-after-writes=N |
- *   cut-after=N | keep=none|all|random | seed=S | latency=USEC | power=shared
+ *   cut-after=N | keep=none|all|random | seed=S | latency=USEC | power=shared |
+ *   on-cut=fail|hang
  * OFF/LEN take K/M/G/T suffixes; offsets are member byte offsets. power=shared is applied
  * first, so cut-after in the same spec arms the shared domain. Nothing is applied unless the
  * whole spec is valid. Returns 0 or -EINVAL, with a message in err (errlen bytes).

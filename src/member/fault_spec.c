@@ -22,6 +22,7 @@ struct fault_item {
         FAULT_ITEM_SEED,
         FAULT_ITEM_LATENCY,
         FAULT_ITEM_SHARED,
+        FAULT_ITEM_HANG,
     } kind;
     uint32_t which;
     uint64_t a, b;
@@ -77,6 +78,11 @@ static int fault_parse_item(const char *item, struct fault_item *it, char *err, 
         it->kind = item[0] == 'f' ? FAULT_ITEM_FAIL_ALL : FAULT_ITEM_SHARED;
         return 0;
     }
+    if (!strcmp(item, "on-cut=fail") || !strcmp(item, "on-cut=hang")) {
+        it->kind = FAULT_ITEM_HANG;
+        it->a = item[7] == 'h';
+        return 0;
+    }
     if (!strncmp(item, "keep=", 5)) {
         it->kind = FAULT_ITEM_KEEP;
         for (uint64_t k = 0; k < 3; k++) {
@@ -113,7 +119,7 @@ static int fault_parse_item(const char *item, struct fault_item *it, char *err, 
     rk_set_err(err, errlen,
                "fault spec: unknown item '%s' (expected fail-all, read-eio=OFF+LEN, "
                "write-eio=OFF+LEN, eio=OFF+LEN, fail-after-writes=N, cut-after=N, "
-               "keep=none|all|random, seed=S, latency=USEC or power=shared)",
+               "keep=none|all|random, seed=S, latency=USEC, power=shared or on-cut=fail|hang)",
                item);
     return -EINVAL;
 }
@@ -198,6 +204,9 @@ static int fault_apply_items(struct rk_dev *dev, const struct fault_item *items,
             break;
         case FAULT_ITEM_LATENCY:
             rk_fault_set_latency(dev, it->a);
+            break;
+        case FAULT_ITEM_HANG:
+            rk_fault_set_hang(dev, it->a != 0);
             break;
         case FAULT_ITEM_SHARED:
             break;

@@ -3,8 +3,8 @@
 #                              line (also in TORTURE_SUMMARY), return 0 when every check passed
 #                              in every cycle
 # One cycle: create a fresh array over small sparse members, serve it with every member behind
-# one shared power cut (--debug-fault all:cut-after=RANDOM,keep=random,seed=S), run the client
-# (tests/lib/torture.py) until the members are dead, SIGKILL the server, serve again without
+# one shared power cut (--debug-fault all:cut-after=RANDOM,keep=random,seed=S,on-cut=hang), run
+# the client (tests/lib/torture.py) until the cut is complete, SIGKILL the server, serve again without
 # faults, verify every block, scrub (0 mismatches wanted), then - levels with redundancy - fail
 # one member and verify again. Knobs (environment): TORTURE_SEED (first seed, default 1),
 # TORTURE_CUTMAX (cut after 1..CUTMAX member writes, default 1500), TORTURE_OPS (client
@@ -79,12 +79,22 @@ torture_cycle()
     RANDOM=$seed
     cut=$((((RANDOM << 15) | RANDOM) % ${TORTURE_CUTMAX:-1500} + 1))
     rm -f "$T/tstate.json"
-    rk_serve --debug-fault "all:cut-after=$cut,keep=random,seed=$seed" "${M[@]}" 2>/dev/null
-    out=$(timeout 120 "$RK_PY" "$TORTURE_PY" run "$RK_URI" "$T/tstate.json" --seed "$seed" \
-        --max-ops "${TORTURE_OPS:-3000}" 2>&1) || rk_fail "torture client (seed $seed): $out"
+    # on-cut=hang: after the cut no member request completes, so the server can acknowledge
+    # nothing the machine could not have acknowledged; it is SIGKILLed once the cut is done.
+    rk_serve --debug-fault "all:cut-after=$cut,keep=random,seed=$seed,on-cut=hang" "${M[@]}" 2>/dev/null
+    timeout 120 "$RK_PY" "$TORTURE_PY" run "$RK_URI" "$T/tstate.json" --seed "$seed" \
+        --max-ops "${TORTURE_OPS:-3000}" >"$T/trun.out" 2>&1 &
+    local client=$! i
+    for ((i = 0; i < 1200; i++)); do
+        grep -q "power cut complete" "$RK_LOG" && break
+        kill -0 "$client" 2>/dev/null || break
+        sleep 0.05
+    done
     TC[cycles]=$((${TC[cycles]:-0} + 1))
     grep -q "power cut complete" "$RK_LOG" && TC[cuts]=$((${TC[cuts]:-0} + 1))
     torture_kill
+    wait "$client" || rk_fail "torture client (seed $seed): $(cat "$T/trun.out")"
+    out=$(cat "$T/trun.out")
     CTL="$T/tctl"
     rk_serve --control "$CTL" "${M[@]}" 2>/dev/null
     line=$("$RK_PY" "$TORTURE_PY" verify "$RK_URI" "$T/tstate.json" --label "$level/seed$seed" 2>"$T/tverify.err")
