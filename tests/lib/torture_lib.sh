@@ -9,7 +9,9 @@
 # one member and verify again. Knobs (environment): TORTURE_SEED (first seed, default 1),
 # TORTURE_CUTMAX (cut after 1..CUTMAX member writes, default 1500), TORTURE_OPS (client
 # operations at most, default 3000), TORTURE_FAIL (1: fail a member after the cut, default 1),
-# TORTURE_QUIET (1: no per-cycle lines).
+# TORTURE_QUIET (1: no per-cycle lines), TORTURE_ONCUT (hang, default: nothing is acknowledged
+# after the cut instant; fail: member I/O fails after the cut and the server keeps answering,
+# which tests what the engine acknowledges after member failures it could not record).
 # shellcheck disable=SC2034
 
 TORTURE_PY="$RAIDKIT_SOURCE_DIR/tests/lib/torture.py"
@@ -81,7 +83,8 @@ torture_cycle()
     rm -f "$T/tstate.json"
     # on-cut=hang: after the cut no member request completes, so the server can acknowledge
     # nothing the machine could not have acknowledged; it is SIGKILLed once the cut is done.
-    rk_serve --debug-fault "all:cut-after=$cut,keep=random,seed=$seed,on-cut=hang" "${M[@]}" 2>/dev/null
+    rk_serve --debug-fault "all:cut-after=$cut,keep=random,seed=$seed,on-cut=${TORTURE_ONCUT:-hang}" \
+        "${M[@]}" 2>/dev/null
     timeout 120 "$RK_PY" "$TORTURE_PY" run "$RK_URI" "$T/tstate.json" --seed "$seed" \
         --max-ops "${TORTURE_OPS:-3000}" >"$T/trun.out" 2>&1 &
     local client=$! i
