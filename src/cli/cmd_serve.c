@@ -44,8 +44,9 @@ static const char serve_usage[] =
     "                      fail-all, read-eio=OFF+LEN, write-eio=OFF+LEN, eio=OFF+LEN (member\n"
     "                      offsets), fail-after-writes=N, cut-after=N (power cut after N member\n"
     "                      writes: the member then fails every I/O, its unflushed writes kept\n"
-    "                      per 4 KiB block as keep=none|all|random says, seed=S), latency=USEC,\n"
-    "                      power=shared (one cut for every such member; implied by all:)\n"
+    "                      per 4 KiB block as keep=none|all|random says, seed=S; on-cut=hang:\n"
+    "                      never answer after the cut), latency=USEC, power=shared (one cut\n"
+    "                      for every such member; implied by all:). See docs/TORTURE.md\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";

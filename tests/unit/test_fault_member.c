@@ -556,6 +556,47 @@ static void test_spec_power(void **state)
     }
 }
 
+struct slow_write {
+    struct rk_dev *dev;
+    uint8_t *buf;
+    int r;
+};
+
+static void *slow_writer(void *p)
+{
+    struct slow_write *w = p;
+    w->r = rk_dev_write(w->dev, w->buf, 4096, 0, 0);
+    return NULL;
+}
+
+/* A write running when the power is cut completes with -EIO, never with success (nothing can
+ * acknowledge after the cut), and with keep=none its data is undone. The child is a second
+ * fault device with latency, so the write is still running when the cut comes. */
+static void test_cut_fails_running_write(void **state)
+{
+    (void)state;
+    struct rk_dev *mem, *slow, *d;
+    assert_int_equal(rk_mem_open(SZ, 4096, &mem), 0);
+    assert_int_equal(rk_fault_open(mem, true, &slow), 0);
+    assert_int_equal(rk_fault_set_latency(slow, 100 * 1000), 0);
+    assert_int_equal(rk_fault_open(slow, true, &d), 0);
+    struct slow_write w = {.dev = d, .buf = rk_buf_alloc(4096)};
+    uint8_t *got = rk_buf_alloc(4096), *zero = calloc(1, 4096);
+    memset(w.buf, 0x5a, 4096);
+    pthread_t th;
+    pthread_create(&th, NULL, slow_writer, &w);
+    usleep(50 * 1000); /* the write is inside the slow child now (its undo read takes 100 ms) */
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(w.r, -EIO);
+    assert_int_equal(rk_dev_read(mem, got, 4096, 0), 0);
+    assert_memory_equal(got, zero, 4096);
+    rk_dev_close(d);
+    free(w.buf);
+    free(got);
+    free(zero);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_undo_bound),
         cmocka_unit_test(test_keep_random_subset),
         cmocka_unit_test(test_shared_cut_after),
+        cmocka_unit_test(test_cut_fails_running_write),
         cmocka_unit_test_setup_teardown(test_spec_power, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
