@@ -21,6 +21,9 @@ struct rk_create_opts {
     const char *name; /* array name (<= 31 bytes), NULL = "" */
     uint64_t size;    /* >0: create missing member files / extend to this size first */
     bool force;       /* overwrite members holding a raidkit superblock or a file system */
+    /* Skip the initial zeroing of the data areas (levels with redundancy): the caller promises
+     * the members already agree (mirrors equal, parity valid). docs/CLI.md "create". */
+    bool assume_clean;
 };
 
 /*

@@ -13,7 +13,7 @@
 
 static const char create_usage[] =
     "Usage: raidkit create --level LEVEL [--chunk SIZE] [--name NAME] [--size SIZE] [--force]\n"
-    "                      MEMBER...\n"
+    "                      [--assume-clean] MEMBER...\n"
     "\n"
     "Write a raidkit superblock to every MEMBER (in slot order) and build a new array.\n"
     "\n"
@@ -22,10 +22,14 @@ static const char create_usage[] =
     "  -n, --name NAME    array name, up to 31 bytes (default: none)\n"
     "  -s, --size SIZE    create missing member files (sparse) or extend them to SIZE first\n"
     "  -f, --force        overwrite members that hold a raidkit superblock or a file system\n"
+    "      --assume-clean don't zero the data areas (raid1/10/5/6): you promise the members\n"
+    "                     already agree (mirrors equal, parity valid); else scrub and degraded "
+    "reads fail\n"
     "  -h, --help         show this help\n"
     "\n"
     "Members need at least 1 MiB (superblock and metadata area) plus one chunk. Every argument\n"
-    "and member is checked before anything is written.\n"
+    "and member is checked before anything is written. With redundancy (raid1/10/5/6) the\n"
+    "members' data areas are zeroed (hole punch / BLKZEROOUT) so the array starts consistent.\n"
     "Example: raidkit create --level 10 --size 1G m0.img m1.img m2.img m3.img\n";
 
 int cli_create(int argc, char **argv)
@@ -36,6 +40,7 @@ int cli_create(int argc, char **argv)
         {"name", required_argument, NULL, 'n'},
         {"size", required_argument, NULL, 's'},
         {"force", no_argument, NULL, 'f'},
+        {"assume-clean", no_argument, NULL, 'A'}, /* long option only */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -82,6 +87,9 @@ int cli_create(int argc, char **argv)
             break;
         case 'f':
             o.force = true;
+            break;
+        case 'A':
+            o.assume_clean = true;
             break;
         case 'h':
             fputs(create_usage, stdout);

@@ -39,9 +39,14 @@ static const char serve_usage[] =
     "      --rebuild-rate MIB\n"
     "                      limit a rebuild resumed at start to MIB MiB/s (default unlimited)\n"
     "      --debug-fault SLOT:SPEC\n"
-    "                      testing only: wrap the member of SLOT in the fault-injection member.\n"
-    "                      SPEC items (comma-separated): fail-all, read-eio=OFF+LEN,\n"
-    "                      write-eio=OFF+LEN, eio=OFF+LEN, fail-after-writes=N (member offsets)\n"
+    "                      testing only: wrap the member of SLOT (or every member given: all)\n"
+    "                      in the fault-injection member. SPEC items (comma-separated):\n"
+    "                      fail-all, read-eio=OFF+LEN, write-eio=OFF+LEN, eio=OFF+LEN (member\n"
+    "                      offsets), fail-after-writes=N, cut-after=N (power cut after N member\n"
+    "                      writes: the member then fails every I/O, its unflushed writes kept\n"
+    "                      per 4 KiB block as keep=none|all|random says, seed=S; on-cut=hang:\n"
+    "                      never answer after the cut), latency=USEC, power=shared (one cut\n"
+    "                      for every such member; implied by all:). See docs/TORTURE.md\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -60,11 +65,31 @@ struct serve_opts {
     struct rk_open_opts oo;
     struct rk_emul_params emul; /* oo.emul points here with --emulate */
     struct rk_nbd_opts no;
-    const char *control; /* --control PATH, NULL without */
+    const char *control;   /* --control PATH, NULL without */
+    const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
+    char all_spec[512];
 };
 
-/* --debug-fault SLOT:SPEC into oo. 0 or CLI_EXIT_USAGE with a message. */
-static int serve_fault(struct rk_open_opts *oo, const char *arg)
+/* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
+ * every member is cut by one shared trigger. buf holds the spec. 0, or -1 after a message. */
+static int serve_fault_all(struct rk_open_opts *oo, const char *spec, int n, char *buf, size_t len)
+{
+    if ((size_t)snprintf(buf, len, "power=shared%s%s", *spec ? "," : "", spec) >= len ||
+        oo->nfaults + n > RK_MAX_MEMBERS) {
+        fprintf(stderr, "raidkit serve: --debug-fault all:%s: spec too long or too many faults\n",
+                spec);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        oo->fault_slot[oo->nfaults] = (uint32_t)i;
+        oo->fault_spec[oo->nfaults++] = buf;
+    }
+    return 0;
+}
+
+/* --debug-fault SLOT:SPEC into oo (all:SPEC into *fault_all). 0 or CLI_EXIT_USAGE with a message.
+ */
+static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const char *arg)
 {
     const char *colon = strchr(arg, ':');
     char slot[16];
@@ -76,6 +101,10 @@ static int serve_fault(struct rk_open_opts *oo, const char *arg)
     }
     memcpy(slot, arg, sl);
     slot[sl] = '\0';
+    if (!strcmp(slot, "all") && !*fault_all) {
+        *fault_all = colon + 1;
+        return 0;
+    }
     if (rk_parse_u64(slot, &v) || v >= RK_MAX_MEMBERS) {
         fprintf(stderr, "raidkit serve: bad slot in --debug-fault '%s'\n", arg);
         return CLI_EXIT_USAGE;
@@ -141,7 +170,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
             o->no.threads = (int)v;
             break;
         case OPT_DEBUG_FAULT:
-            if (serve_fault(&o->oo, optarg))
+            if (serve_fault(&o->oo, &o->fault_all, optarg))
                 return CLI_EXIT_USAGE;
             break;
         case OPT_EMULATE: {
@@ -248,5 +277,7 @@ int cli_serve(int argc, char **argv)
         fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
+        return CLI_EXIT_USAGE;
     return serve_run(&o, n, argv + optind);
 }

@@ -1,60 +1,26 @@
 /* The fault member: wraps any device with identical geometry and injects failures on demand
- * (EIO ranges, fail-all, fail after N writes, power cut with an undo log). Tests only. */
+ * (EIO ranges, fail-all, fail after N writes, latency, and a power cut with an undo log that
+ * keeps none, all or a random subset of the unflushed writes; docs/TORTURE.md). Tests only.
+ * Power domains and cuts are in fault_power.c, the textual spec (--debug-fault) in
+ * fault_spec.c. */
 #include "raidkit/member.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/util.h"
-
-#define FAULT_MAX_RANGES 16
-/* Undo log bound: beyond it the oldest entries are dropped, as if a disk cache had written
- * them back on its own (allowed: unflushed writes *may* survive a power cut). Keeps a fault
- * member under a long unflushed workload (fio without fsync) from eating all memory. */
-#define FAULT_UNDO_MAX (64ull << 20)
-/* Items one spec may hold (ranges are further limited by FAULT_MAX_RANGES). */
-#define FAULT_MAX_ITEMS 32
-
-struct fault_range {
-    uint32_t which; /* RK_FAULT_READ | RK_FAULT_WRITE */
-    uint64_t off, len;
-};
-
-/* The old content of one write not yet covered by a flush: what a power cut puts back. */
-struct fault_undo {
-    struct fault_undo *next; /* older entry */
-    uint64_t seq;            /* order of logging; a flush drops every entry up to its start */
-    uint64_t off, len;
-    void *old; /* len bytes, 4096-aligned (child may be O_DIRECT) */
-};
-
-struct fault_priv {
-    struct rk_dev *child;
-    bool own_child;
-    /* The child's submit uses its dev argument, never io->dev, so an rk_io addressed to us can
-     * be handed down as is (file and fault members; others run synchronously). */
-    bool forward_async;
-    /* lock protects everything below; leaf lock, never held across child I/O. */
-    pthread_mutex_t lock;
-    struct fault_range ranges[FAULT_MAX_RANGES];
-    unsigned nranges;
-    bool fail_all;
-    bool countdown_on;       /* fail-after-writes armed */
-    uint64_t countdown;      /* writes still allowed to succeed */
-    bool tripped;            /* fail-after-writes fired: everything fails until cleared */
-    bool powered_off;        /* power cut happened: everything fails for good */
-    struct fault_undo *undo; /* newest first */
-    uint64_t undo_bytes;     /* sum of len over undo */
-    uint64_t seq;
-};
+#include "member/fault_int.h"
 
 static bool fault_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
     return a < b + blen && b < a + alen;
 }
 
-static void fault_free_undo(struct fault_undo *u)
+void fault_free_undo(struct fault_undo *u)
 {
     while (u) {
         struct fault_undo *next = u->next;
@@ -64,14 +30,13 @@ static void fault_free_undo(struct fault_undo *u)
     }
 }
 
-/* Detach and return (for freeing outside the lock) the oldest undo entries: those logged at
- * or before max_seq, and those beyond the newest max_bytes. Caller holds f->lock. */
-static struct fault_undo *fault_cut_older(struct fault_priv *f, uint64_t max_seq,
-                                          uint64_t max_bytes)
+/* Detach and return (for freeing outside the lock) the undo entries beyond the newest
+ * max_bytes. Caller holds f->lock. */
+static struct fault_undo *fault_cut_older(struct fault_priv *f, uint64_t max_bytes)
 {
     uint64_t bytes = 0;
     for (struct fault_undo **pp = &f->undo; *pp; pp = &(*pp)->next) {
-        if ((*pp)->seq <= max_seq || bytes + (*pp)->len > max_bytes) {
+        if (bytes + (*pp)->len > max_bytes) {
             struct fault_undo *rest = *pp;
             *pp = NULL;
             f->undo_bytes = bytes;
@@ -87,62 +52,107 @@ static bool fault_modifies(enum rk_op op)
     return op == RK_OP_WRITE || op == RK_OP_WRITE_ZEROES || op == RK_OP_DISCARD;
 }
 
-/* Decide whether a request fails, consuming one fail-after-writes credit for a write. */
-static int fault_check(struct fault_priv *f, enum rk_op op, uint64_t len, uint64_t off)
+/* The member-local checks (fail-all, ranges, fail-after-writes). Caller holds f->lock. */
+static int fault_check_locked(struct fault_priv *f, enum rk_op op, uint64_t len, uint64_t off)
 {
-    int r = 0;
-    pthread_mutex_lock(&f->lock);
-    if (f->fail_all || f->tripped || f->powered_off) {
-        r = -EIO;
-        goto out;
-    }
+    if (f->fail_all || f->tripped || f->powered_off)
+        return -EIO;
     uint32_t kind = fault_modifies(op) ? RK_FAULT_WRITE : RK_FAULT_READ;
     if (op != RK_OP_FLUSH) {
-        for (unsigned i = 0; i < f->nranges; i++) {
+        for (unsigned i = 0; i < f->nranges; i++)
             if ((f->ranges[i].which & kind) &&
-                fault_overlap(off, len, f->ranges[i].off, f->ranges[i].len)) {
-                r = -EIO;
-                goto out;
-            }
-        }
+                fault_overlap(off, len, f->ranges[i].off, f->ranges[i].len))
+                return -EIO;
     }
     if (f->countdown_on && (op == RK_OP_WRITE || op == RK_OP_WRITE_ZEROES)) {
         if (f->countdown == 0) {
             f->tripped = true;
-            r = -EIO;
-            goto out;
+            return -EIO;
         }
         f->countdown--;
     }
-out:
+    return 0;
+}
+
+/*
+ * Decide whether a request fails, consuming one fail-after-writes credit and one cut-after
+ * credit of the power domain for a modifying request. A modifying request or flush that
+ * passes is busy until fault_done(): a cut waits for it. The request that finds the domain's
+ * credit at 0 cuts the power (synchronously, in this thread) and fails.
+ */
+static int fault_check(struct fault_priv *f, enum rk_op op, uint64_t len, uint64_t off)
+{
+    struct fault_power *pw = f->power;
+    bool modifies = fault_modifies(op), trigger = false;
+    if (f->latency_us)
+        usleep((useconds_t)f->latency_us);
+    pthread_mutex_lock(&pw->lock);
+    pthread_mutex_lock(&f->lock);
+    int r = atomic_load(&pw->cut) ? -EIO : fault_check_locked(f, op, len, off);
+    if (r == 0 && modifies && pw->countdown_on) {
+        if (pw->countdown == 0) {
+            atomic_store(&pw->cut, true);
+            trigger = true;
+            r = -EIO;
+        } else {
+            pw->countdown--;
+        }
+    }
+    if (r == 0 && (modifies || op == RK_OP_FLUSH))
+        f->busy++;
     pthread_mutex_unlock(&f->lock);
+    pthread_mutex_unlock(&pw->lock);
+    if (trigger)
+        fault_power_cut_domain(pw);
+    if (r && atomic_load(&pw->cut))
+        fault_dead(pw);
     return r;
+}
+
+/* A busy request finished: mark its undo entry (seq, 0 = none) completed, drop busy. Returns
+ * -EIO when the power was cut meanwhile (its data may or may not persist), else 0. */
+static int fault_done(struct fault_priv *f, uint64_t seq)
+{
+    bool cut = atomic_load(&f->power->cut);
+    pthread_mutex_lock(&f->lock);
+    for (struct fault_undo *u = f->undo; seq && u; u = u->next) {
+        if (u->seq == seq) {
+            u->done = true;
+            break;
+        }
+    }
+    if (--f->busy == 0)
+        pthread_cond_broadcast(&f->idle);
+    pthread_mutex_unlock(&f->lock);
+    if (cut)
+        fault_dead(f->power);
+    return cut ? -EIO : 0;
 }
 
 /*
  * Before a modifying request reaches the child: remember the child's old content, so a power
- * cut can undo it. A FUA write is durable at once, so it is not logged; instead the logged old
- * content it overlaps becomes its new data, so undoing older writes cannot erase it.
+ * cut can undo it; *seq gets the entry's number (0 for none). A FUA write is durable once
+ * complete, so it is not logged; instead the logged old content it overlaps becomes its new
+ * data, so undoing older writes cannot erase it.
  */
 static int fault_log(struct fault_priv *f, enum rk_op op, const void *buf, uint64_t len,
-                     uint64_t off, uint32_t flags)
+                     uint64_t off, uint32_t flags, uint64_t *seq)
 {
-    if (op == RK_OP_WRITE_ZEROES || op == RK_OP_WRITE) {
-        if (flags & RK_WRITE_FUA) {
-            pthread_mutex_lock(&f->lock);
-            for (struct fault_undo *u = f->undo; u; u = u->next) {
-                if (!fault_overlap(off, len, u->off, u->len))
-                    continue;
-                uint64_t s = off > u->off ? off : u->off;
-                uint64_t e = off + len < u->off + u->len ? off + len : u->off + u->len;
-                if (op == RK_OP_WRITE)
-                    memcpy((char *)u->old + (s - u->off), (const char *)buf + (s - off), e - s);
-                else
-                    memset((char *)u->old + (s - u->off), 0, e - s);
-            }
-            pthread_mutex_unlock(&f->lock);
-            return 0;
+    *seq = 0;
+    if ((op == RK_OP_WRITE_ZEROES || op == RK_OP_WRITE) && (flags & RK_WRITE_FUA)) {
+        pthread_mutex_lock(&f->lock);
+        for (struct fault_undo *u = f->undo; u; u = u->next) {
+            if (!fault_overlap(off, len, u->off, u->len))
+                continue;
+            uint64_t s = off > u->off ? off : u->off;
+            uint64_t e = off + len < u->off + u->len ? off + len : u->off + u->len;
+            if (op == RK_OP_WRITE)
+                memcpy((char *)u->old + (s - u->off), (const char *)buf + (s - off), e - s);
+            else
+                memset((char *)u->old + (s - u->off), 0, e - s);
         }
+        pthread_mutex_unlock(&f->lock);
+        return 0;
     }
     struct fault_undo *u = calloc(1, sizeof(*u));
     void *old = rk_buf_alloc(len);
@@ -157,12 +167,12 @@ static int fault_log(struct fault_priv *f, enum rk_op op, const void *buf, uint6
     u->old = old;
     struct fault_undo *drop = NULL;
     pthread_mutex_lock(&f->lock);
-    u->seq = ++f->seq;
+    *seq = u->seq = ++f->seq;
     u->next = f->undo;
     f->undo = u;
     f->undo_bytes += len;
     if (f->undo_bytes > FAULT_UNDO_MAX)
-        drop = fault_cut_older(f, 0, FAULT_UNDO_MAX / 2);
+        drop = fault_cut_older(f, FAULT_UNDO_MAX / 2);
     pthread_mutex_unlock(&f->lock);
     fault_free_undo(drop);
     return 0;
@@ -172,20 +182,26 @@ fail:
     return r;
 }
 
-/* Everything checked before the child sees a request: injected failures, then the undo log. */
+/* Everything checked before the child sees a request: injected failures, then the undo log.
+ * On success a modifying request is busy (end it with fault_done(f, *seq)). */
 static int fault_before(struct fault_priv *f, enum rk_op op, const void *buf, uint64_t len,
-                        uint64_t off, uint32_t flags)
+                        uint64_t off, uint32_t flags, uint64_t *seq)
 {
+    *seq = 0;
     int r = fault_check(f, op, len, off);
-    if (r == 0 && fault_modifies(op))
-        r = fault_log(f, op, buf, len, off, flags);
+    if (r == 0 && fault_modifies(op)) {
+        r = fault_log(f, op, buf, len, off, flags, seq);
+        if (r)
+            fault_done(f, 0);
+    }
     return r;
 }
 
 static int fault_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
     struct fault_priv *f = dev->priv;
-    int r = fault_before(f, RK_OP_READ, NULL, len, off, 0);
+    uint64_t seq;
+    int r = fault_before(f, RK_OP_READ, NULL, len, off, 0, &seq);
     return r ? r : rk_dev_read(f->child, buf, len, off);
 }
 
@@ -193,12 +209,18 @@ static int fault_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64
                        uint32_t flags)
 {
     struct fault_priv *f = dev->priv;
-    int r = fault_before(f, RK_OP_WRITE, buf, len, off, flags);
-    return r ? r : rk_dev_write(f->child, buf, len, off, flags);
+    uint64_t seq;
+    int r = fault_before(f, RK_OP_WRITE, buf, len, off, flags, &seq);
+    if (r)
+        return r;
+    r = rk_dev_write(f->child, buf, len, off, flags);
+    int d = fault_done(f, seq);
+    return r ? r : d;
 }
 
-/* Flush the child, then drop the undo entries logged before the flush started: those writes
- * had completed, so they are durable now. Later entries stay. */
+/* Flush the child, then drop the undo entries of the writes that had completed when the flush
+ * started: those are durable now. Later entries (and writes still running) stay, and so does
+ * everything when the power was cut while the flush ran (it then fails). */
 static int fault_flush(struct rk_dev *dev)
 {
     struct fault_priv *f = dev->priv;
@@ -206,55 +228,75 @@ static int fault_flush(struct rk_dev *dev)
     if (r)
         return r;
     pthread_mutex_lock(&f->lock);
-    uint64_t upto = f->seq;
+    uint64_t id = ++f->flush_id;
+    for (struct fault_undo *u = f->undo; u; u = u->next)
+        if (u->done && !u->covered)
+            u->covered = id;
     pthread_mutex_unlock(&f->lock);
     r = rk_dev_flush(f->child);
-    if (r)
-        return r;
+    struct fault_undo *drop = NULL;
     pthread_mutex_lock(&f->lock);
-    struct fault_undo *drop = fault_cut_older(f, upto, UINT64_MAX); /* newest first */
+    if (r == 0 && atomic_load(&f->power->cut))
+        r = -EIO;
+    for (struct fault_undo **pp = &f->undo; r == 0 && *pp;) {
+        struct fault_undo *u = *pp;
+        if (u->covered && u->covered <= id) {
+            *pp = u->next;
+            f->undo_bytes -= u->len;
+            u->next = drop;
+            drop = u;
+        } else {
+            pp = &u->next;
+        }
+    }
     pthread_mutex_unlock(&f->lock);
     fault_free_undo(drop);
-    return 0;
+    int d = fault_done(f, 0);
+    return r ? r : d;
 }
 
 static int fault_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
     struct fault_priv *f = dev->priv;
-    int r = fault_before(f, RK_OP_DISCARD, NULL, len, off, 0);
-    return r ? r : rk_dev_discard(f->child, len, off);
+    uint64_t seq;
+    int r = fault_before(f, RK_OP_DISCARD, NULL, len, off, 0, &seq);
+    if (r)
+        return r;
+    r = rk_dev_discard(f->child, len, off);
+    int d = fault_done(f, seq);
+    return r ? r : d;
 }
 
 static int fault_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
     struct fault_priv *f = dev->priv;
-    int r = fault_before(f, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
-    return r ? r : rk_dev_write_zeroes(f->child, len, off, flags);
+    uint64_t seq;
+    int r = fault_before(f, RK_OP_WRITE_ZEROES, NULL, len, off, flags, &seq);
+    if (r)
+        return r;
+    r = rk_dev_write_zeroes(f->child, len, off, flags);
+    int d = fault_done(f, seq);
+    return r ? r : d;
 }
 
-/* Reads and writes go down asynchronously when the child allows it; the rest synchronously. */
+/* Reads go down asynchronously when the child allows it; the rest synchronously. */
 static void fault_submit(struct rk_dev *dev, struct rk_io *io)
 {
     struct fault_priv *f = dev->priv;
     int r;
+    uint64_t seq;
     switch (io->op) {
     case RK_OP_READ:
-    case RK_OP_WRITE:
-        if (!f->forward_async)
+        if (!f->forward_async) {
+            r = fault_read(dev, io->buf, io->len, io->off);
             break;
-        r = fault_before(f, io->op, io->buf, io->len, io->off, io->flags);
+        }
+        r = fault_before(f, io->op, io->buf, io->len, io->off, io->flags, &seq);
         if (r)
             rk_io_complete(io, r);
         else
             f->child->ops->submit(f->child, io);
         return;
-    default:
-        break;
-    }
-    switch (io->op) {
-    case RK_OP_READ:
-        r = fault_read(dev, io->buf, io->len, io->off);
-        break;
     case RK_OP_WRITE:
         r = fault_write(dev, io->buf, io->len, io->off, io->flags);
         break;
@@ -279,9 +321,12 @@ static void fault_close(struct rk_dev *dev)
     struct fault_priv *f = dev->priv;
     if (!f)
         return;
+    fault_power_leave(f);
     fault_free_undo(f->undo);
     if (f->own_child)
         rk_dev_close(f->child);
+    pthread_mutex_destroy(&f->own_power.lock);
+    pthread_cond_destroy(&f->idle);
     pthread_mutex_destroy(&f->lock);
     free(f);
 }
@@ -309,8 +354,15 @@ int rk_fault_open(struct rk_dev *child, bool own_child, struct rk_dev **out)
     f->forward_async = child->ops->submit &&
                        (!strcmp(child->ops->kind, "file") || !strcmp(child->ops->kind, "fault"));
     pthread_mutex_init(&f->lock, NULL);
+    pthread_cond_init(&f->idle, NULL);
+    pthread_mutex_init(&f->own_power.lock, NULL);
+    f->power = &f->own_power;
+    f->own_power.members[f->own_power.nmembers++] = f;
+    f->rng = fault_seed_state(f, 1);
     struct rk_dev *dev = rk_dev_alloc(&fault_ops, f, child->name);
     if (!dev) {
+        pthread_mutex_destroy(&f->own_power.lock);
+        pthread_cond_destroy(&f->idle);
         pthread_mutex_destroy(&f->lock);
         free(f);
         return -ENOMEM;
@@ -323,7 +375,7 @@ int rk_fault_open(struct rk_dev *child, bool own_child, struct rk_dev **out)
     return 0;
 }
 
-static struct fault_priv *fault_priv_of(struct rk_dev *dev)
+struct fault_priv *fault_priv_of(struct rk_dev *dev)
 {
     return dev && dev->ops == &fault_ops ? dev->priv : NULL;
 }
@@ -344,6 +396,17 @@ int rk_fault_add_range(struct rk_dev *dev, uint32_t which, uint64_t off, uint64_
     }
     pthread_mutex_unlock(&f->lock);
     return r;
+}
+
+unsigned rk_fault_ranges_free(struct rk_dev *dev)
+{
+    struct fault_priv *f = fault_priv_of(dev);
+    if (!f)
+        return 0;
+    pthread_mutex_lock(&f->lock);
+    unsigned n = FAULT_MAX_RANGES - f->nranges;
+    pthread_mutex_unlock(&f->lock);
+    return n;
 }
 
 void rk_fault_clear(struct rk_dev *dev)
@@ -378,154 +441,4 @@ void rk_fault_fail_after_writes(struct rk_dev *dev, uint64_t n)
     f->countdown_on = true;
     f->countdown = n;
     pthread_mutex_unlock(&f->lock);
-}
-
-int rk_fault_power_cut(struct rk_dev *dev)
-{
-    struct fault_priv *f = fault_priv_of(dev);
-    if (!f)
-        return -EINVAL;
-    pthread_mutex_lock(&f->lock);
-    f->powered_off = true; /* from now on nothing new reaches the child */
-    struct fault_undo *log = f->undo;
-    f->undo = NULL;
-    f->undo_bytes = 0;
-    pthread_mutex_unlock(&f->lock);
-
-    int r = 0;
-    for (struct fault_undo *u = log; u; u = u->next) { /* newest first */
-        int e = rk_dev_write(f->child, u->old, u->len, u->off, 0);
-        if (e && !r)
-            r = e;
-    }
-    fault_free_undo(log);
-    int e = rk_dev_flush(f->child);
-    return r ? r : e;
-}
-
-/* One parsed spec item, applied only when the whole spec is valid. */
-struct fault_item {
-    enum { FAULT_ITEM_FAIL_ALL, FAULT_ITEM_RANGE, FAULT_ITEM_AFTER } kind;
-    uint32_t which;
-    uint64_t a, b;
-};
-
-static int fault_parse_item(const char *item, struct fault_item *it, char *err, size_t errlen)
-{
-    static const struct {
-        const char *prefix;
-        uint32_t which;
-    } range_items[] = {
-        {"read-eio=", RK_FAULT_READ},
-        {"write-eio=", RK_FAULT_WRITE},
-        {"eio=", RK_FAULT_READ | RK_FAULT_WRITE},
-    };
-    if (!strcmp(item, "fail-all")) {
-        it->kind = FAULT_ITEM_FAIL_ALL;
-        return 0;
-    }
-    if (!strncmp(item, "fail-after-writes=", 18)) {
-        it->kind = FAULT_ITEM_AFTER;
-        if (rk_parse_u64(item + 18, &it->a)) {
-            rk_set_err(err, errlen, "fault spec: '%s': N must be a decimal count", item);
-            return -EINVAL;
-        }
-        return 0;
-    }
-    for (size_t i = 0; i < sizeof(range_items) / sizeof(range_items[0]); i++) {
-        size_t n = strlen(range_items[i].prefix);
-        if (strncmp(item, range_items[i].prefix, n))
-            continue;
-        char val[64];
-        const char *plus = strchr(item + n, '+');
-        size_t offlen = plus ? (size_t)(plus - (item + n)) : 0;
-        it->kind = FAULT_ITEM_RANGE;
-        it->which = range_items[i].which;
-        if (!plus || offlen >= sizeof(val)) {
-            rk_set_err(err, errlen, "fault spec: '%s': expected OFF+LEN (e.g. 1M+4K)", item);
-            return -EINVAL;
-        }
-        memcpy(val, item + n, offlen);
-        val[offlen] = '\0';
-        if (rk_parse_size(val, &it->a) || rk_parse_size(plus + 1, &it->b)) {
-            rk_set_err(err, errlen, "fault spec: '%s': bad size in OFF+LEN (e.g. 1M+4K)", item);
-            return -EINVAL;
-        }
-        if (it->b == 0 || it->a + it->b < it->a) {
-            rk_set_err(err, errlen, "fault spec: '%s': LEN must be > 0 and OFF+LEN must fit", item);
-            return -EINVAL;
-        }
-        return 0;
-    }
-    rk_set_err(err, errlen,
-               "fault spec: unknown item '%s' (expected fail-all, read-eio=OFF+LEN, "
-               "write-eio=OFF+LEN, eio=OFF+LEN or fail-after-writes=N)",
-               item);
-    return -EINVAL;
-}
-
-int rk_fault_apply_spec(struct rk_dev *dev, const char *spec, char *err, size_t errlen)
-{
-    struct fault_priv *f = fault_priv_of(dev);
-    struct fault_item items[FAULT_MAX_ITEMS];
-    unsigned nitems = 0, nranges = 0;
-    char *copy = NULL;
-    int r = -EINVAL;
-
-    if (!f) {
-        rk_set_err(err, errlen, "fault spec: not a fault device");
-        return -EINVAL;
-    }
-    if (!spec || !*spec)
-        return 0; /* nothing to inject: the device just passes through (power cut still works) */
-    copy = strdup(spec);
-    if (!copy) {
-        r = -ENOMEM;
-        goto out;
-    }
-    for (char *item = copy; item;) {
-        char *comma = strchr(item, ',');
-        if (comma)
-            *comma = '\0';
-        if (!*item) {
-            rk_set_err(err, errlen, "fault spec: empty item in '%s'", spec);
-            goto out;
-        }
-        if (nitems == FAULT_MAX_ITEMS) {
-            rk_set_err(err, errlen, "fault spec: more than %d items", FAULT_MAX_ITEMS);
-            goto out;
-        }
-        if (fault_parse_item(item, &items[nitems], err, errlen))
-            goto out;
-        if (items[nitems++].kind == FAULT_ITEM_RANGE)
-            nranges++;
-        item = comma ? comma + 1 : NULL;
-    }
-    pthread_mutex_lock(&f->lock);
-    bool room = f->nranges + nranges <= FAULT_MAX_RANGES;
-    pthread_mutex_unlock(&f->lock);
-    if (!room) {
-        rk_set_err(err, errlen, "fault spec: more than %d EIO ranges", FAULT_MAX_RANGES);
-        goto out;
-    }
-    for (unsigned i = 0; i < nitems; i++) {
-        switch (items[i].kind) {
-        case FAULT_ITEM_FAIL_ALL:
-            rk_fault_fail_all(dev, true);
-            break;
-        case FAULT_ITEM_AFTER:
-            rk_fault_fail_after_writes(dev, items[i].a);
-            break;
-        case FAULT_ITEM_RANGE:
-            if (rk_fault_add_range(dev, items[i].which, items[i].a, items[i].b)) {
-                rk_set_err(err, errlen, "fault spec: more than %d EIO ranges", FAULT_MAX_RANGES);
-                goto out;
-            }
-            break;
-        }
-    }
-    r = 0;
-out:
-    free(copy);
-    return r;
 }

@@ -242,6 +242,48 @@ out:
     return r;
 }
 
+/*
+ * Initial consistency (docs/CLI.md "create"): make the data area of one member
+ * read back zeroes, so mirrors agree and parity (P and Q of zero data are zero) is valid before
+ * the array holds data. Only for levels with redundancy, and not with assume_clean (the user's
+ * promise that the members already agree). A regular file gets a hole punched over the part
+ * that existed before (new and extended parts are holes already); a block device gets
+ * BLKZEROOUT. When neither works the array is created anyway, with a warning that it is not
+ * consistent until a resync.
+ */
+static void create_zero_data(const struct create_member *c, const struct rk_create_opts *o,
+                             const struct rk_sb *sb, uint32_t slot)
+{
+    if (o->assume_clean || o->level == RK_LEVEL_LINEAR || o->level == RK_LEVEL_RAID0)
+        return;
+    uint64_t start = sb->data_offset, end = start + sb->slots[slot].data_size;
+    if (!c->blockdev)
+        end = end < c->cur_size ? end : c->cur_size; /* beyond: holes from ftruncate */
+    if (!c->exists || end <= start)
+        return;
+    int fd = open(c->path, O_RDWR | O_CLOEXEC), r = 0;
+    if (fd < 0) {
+        r = -errno;
+    } else if (c->blockdev) {
+        uint64_t range[2] = {start, end - start};
+        r = ioctl(fd, BLKZEROOUT, range) < 0 ? -errno : 0;
+    } else {
+        r = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
+                      (off_t)(end - start)) < 0
+                ? -errno
+                : 0;
+    }
+    if (fd >= 0 && r == 0 && fsync(fd) < 0)
+        r = -errno;
+    if (fd >= 0)
+        close(fd);
+    if (r) {
+        rk_warn("member %s: cannot zero its data area (%s: %s): the array is NOT consistent "
+                "until a resync (mirrors or parity may disagree with the data)",
+                c->path, c->blockdev ? "BLKZEROOUT failed" : "hole punch failed", strerror(-r));
+    }
+}
+
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen)
 {
@@ -346,6 +388,7 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
     /* Everything is validated: from here on members are written. */
     for (int i = 0; i < n; i++) {
         meta_sb_for_slot(sb, (uint32_t)i);
+        create_zero_data(&cm[i], o, sb, (uint32_t)i);
         r = create_write_member(&cm[i], sb, err, errlen);
         if (r)
             goto out;

@@ -1,5 +1,6 @@
 /* Unit tests of the fault member: pass-through, EIO ranges, fail-all, fail-after-writes, the
- * spec parser, and power cut with its undo log (over memory and over a real file member). */
+ * spec parser, and power cut with its undo log (over memory and over a real file member): keep
+ * none/all/random per 4 KiB block, FUA and flushed data always kept, the shared power domain. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -399,6 +400,203 @@ static void test_undo_bound(void **state)
     rk_dev_close(d);
 }
 
+/* Blocks [0, 16) hold A (flushed); B is a FUA write over blocks 0-3; C (blocks 4-11) and D
+ * (blocks 12-15) are unflushed; then a cut with keep mode `keep` and seed. got receives the
+ * child's 16 blocks, st the cut statistics. */
+static void subset_scenario(enum rk_fault_keep keep, uint64_t seed, uint8_t *got,
+                            struct rk_fault_cut_stats *st)
+{
+    const uint64_t B = RK_FAULT_ATOM;
+    struct rk_dev *mem, *d;
+    assert_int_equal(rk_mem_open(SZ, 4096, &mem), 0);
+    assert_int_equal(rk_fault_open(mem, true, &d), 0);
+    assert_int_equal(rk_fault_set_keep(d, keep, seed), 0);
+    uint8_t *buf = rk_buf_alloc(16 * B);
+    pattern(buf, 16 * B, 1);
+    assert_int_equal(rk_dev_write(d, buf, 16 * B, 0, 0), 0);
+    assert_int_equal(rk_dev_flush(d), 0);
+    pattern(buf, 4 * B, 2);
+    assert_int_equal(rk_dev_write(d, buf, 4 * B, 0, RK_WRITE_FUA), 0);
+    pattern(buf, 8 * B, 3);
+    assert_int_equal(rk_dev_write(d, buf, 8 * B, 4 * B, 0), 0);
+    pattern(buf, 4 * B, 4);
+    assert_int_equal(rk_dev_write(d, buf, 4 * B, 12 * B, 0), 0);
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    assert_int_equal(rk_fault_last_cut(d, st), 0);
+    assert_int_equal(rk_dev_read(mem, got, 16 * B, 0), 0);
+    assert_int_equal(rk_dev_write(d, buf, B, 0, 0), -EIO);
+    free(buf);
+    rk_dev_close(d);
+}
+
+/* Which generation (1 = A, 3/4 = the unflushed write) block i holds, or -1 for anything else
+ * (a torn or foreign block). */
+static int block_gen(const uint8_t *got, int i)
+{
+    const uint64_t B = RK_FAULT_ATOM;
+    uint8_t *want = malloc(16 * B);
+    int g = -1, unflushed = i < 12 ? 3 : 4;
+    uint64_t off = i < 12 ? 4 * B : 12 * B;
+    pattern(want, 16 * B, 1);
+    if (!memcmp(got + i * B, want + i * B, B))
+        g = 1;
+    pattern(want, 8 * B, unflushed);
+    if (!memcmp(got + i * B, want + (i * B - off), B))
+        g = unflushed;
+    free(want);
+    return g;
+}
+
+/* keep=random: flushed and FUA data always persist; each 4 KiB block of each unflushed write
+ * persists whole or not at all, independently; the same seed gives the same image, and over
+ * a few seeds both outcomes occur. keep=all keeps everything. */
+static void test_keep_random_subset(void **state)
+{
+    (void)state;
+    const uint64_t B = RK_FAULT_ATOM;
+    uint8_t *got = rk_buf_alloc(16 * B), *again = rk_buf_alloc(16 * B), *fua = malloc(4 * B);
+    struct rk_fault_cut_stats st;
+    pattern(fua, 4 * B, 2);
+    unsigned kept_total = 0, undone_total = 0;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        subset_scenario(RK_FAULT_KEEP_RANDOM, seed, got, &st);
+        assert_memory_equal(got, fua, 4 * B); /* FUA over flushed data: kept */
+        unsigned kept = 0;
+        for (int i = 4; i < 16; i++) {
+            int g = block_gen(got, i);
+            assert_true(g == 1 || g == 3 || g == 4); /* old or new, never torn */
+            kept += g != 1;
+        }
+        assert_int_equal(st.writes, 2);
+        assert_int_equal(st.kept + st.undone, 12);
+        assert_int_equal(st.kept, kept);
+        kept_total += kept;
+        undone_total += 12 - kept;
+        subset_scenario(RK_FAULT_KEEP_RANDOM, seed, again, &st);
+        assert_memory_equal(got, again, 16 * B); /* reproducible */
+    }
+    assert_true(kept_total > 0 && undone_total > 0);
+    subset_scenario(RK_FAULT_KEEP_ALL, 1, got, &st);
+    for (int i = 4; i < 16; i++)
+        assert_int_equal(block_gen(got, i), i < 12 ? 3 : 4);
+    assert_int_equal(st.kept, 12);
+    subset_scenario(RK_FAULT_KEEP_NONE, 1, got, &st);
+    for (int i = 4; i < 16; i++)
+        assert_int_equal(block_gen(got, i), 1);
+    assert_int_equal(st.undone, 12);
+    assert_int_equal(rk_fault_set_keep(NULL, RK_FAULT_KEEP_ALL, 1), -EINVAL);
+    free(got);
+    free(again);
+    free(fua);
+}
+
+/* Two members in the shared power domain, cut-after=3 counted over both: the fourth write
+ * fails, both members are off from then on, and both lose their unflushed writes. Closing
+ * both resets the domain. */
+static void test_shared_cut_after(void **state)
+{
+    (void)state;
+    struct rk_dev *mem[2], *d[2];
+    uint8_t *buf = rk_buf_alloc(4096), *got = rk_buf_alloc(4096), *zero = calloc(1, 4096);
+    char err[256];
+    memset(buf, 0xab, 4096);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rk_mem_open(SZ, 4096, &mem[i]), 0);
+        assert_int_equal(rk_fault_open(mem[i], true, &d[i]), 0);
+        assert_int_equal(rk_fault_apply_spec(d[i], "power=shared,cut-after=3", err, sizeof(err)),
+                         0);
+    }
+    assert_int_equal(rk_dev_write(d[0], buf, 4096, 0, 0), 0);
+    assert_int_equal(rk_dev_write(d[1], buf, 4096, 0, 0), 0);
+    assert_int_equal(rk_dev_flush(d[1]), 0); /* d[1]'s write is durable */
+    assert_int_equal(rk_dev_write(d[1], buf, 4096, 8192, 0), 0);
+    assert_int_equal(rk_dev_write(d[0], buf, 4096, 4096, 0), -EIO); /* the cut */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rk_dev_read(d[i], got, 4096, 0), -EIO);
+        assert_int_equal(rk_dev_flush(d[i]), -EIO);
+    }
+    assert_int_equal(rk_dev_read(mem[0], got, 4096, 0), 0);
+    assert_memory_equal(got, zero, 4096); /* unflushed: undone (keep=none) */
+    assert_int_equal(rk_dev_read(mem[1], got, 4096, 0), 0);
+    assert_memory_equal(got, buf, 4096); /* flushed: kept */
+    assert_int_equal(rk_dev_read(mem[1], got, 4096, 8192), 0);
+    assert_memory_equal(got, zero, 4096);
+    rk_dev_close(d[0]);
+    rk_dev_close(d[1]);
+    /* A new member of the (reset) shared domain works again. */
+    assert_int_equal(rk_mem_open(SZ, 4096, &mem[0]), 0);
+    assert_int_equal(rk_fault_open(mem[0], true, &d[0]), 0);
+    assert_int_equal(rk_fault_apply_spec(d[0], "power=shared", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_write(d[0], buf, 4096, 0, 0), 0);
+    rk_dev_close(d[0]);
+    free(buf);
+    free(got);
+    free(zero);
+}
+
+/* The power-cut spec items: valid combinations apply, bad values are refused as a whole. */
+static void test_spec_power(void **state)
+{
+    struct fx *x = *state;
+    struct rk_dev *d = x->dev;
+    char err[256];
+    assert_int_equal(
+        rk_fault_apply_spec(d, "cut-after=2,keep=all,seed=5,latency=10", err, sizeof(err)), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 0, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 512, 0), 0);
+    assert_int_equal(rk_dev_write(d, x->buf, 512, 1024, 0), -EIO);
+    assert_int_equal(rk_dev_read(d, x->got, 512, 0), -EIO);
+    const char *bad[] = {
+        "keep=maybe",       "keep=",       "cut-after=x",      "cut-after=", "seed=-1",
+        "latency=10000001", "power=local", "cut-after=1,bogus"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(rk_fault_apply_spec(d, bad[i], err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "fault spec"));
+    }
+}
+
+struct slow_write {
+    struct rk_dev *dev;
+    uint8_t *buf;
+    int r;
+};
+
+static void *slow_writer(void *p)
+{
+    struct slow_write *w = p;
+    w->r = rk_dev_write(w->dev, w->buf, 4096, 0, 0);
+    return NULL;
+}
+
+/* A write running when the power is cut completes with -EIO, never with success (nothing can
+ * acknowledge after the cut), and with keep=none its data is undone. The child is a second
+ * fault device with latency, so the write is still running when the cut comes. */
+static void test_cut_fails_running_write(void **state)
+{
+    (void)state;
+    struct rk_dev *mem, *slow, *d;
+    assert_int_equal(rk_mem_open(SZ, 4096, &mem), 0);
+    assert_int_equal(rk_fault_open(mem, true, &slow), 0);
+    assert_int_equal(rk_fault_set_latency(slow, 100 * 1000), 0);
+    assert_int_equal(rk_fault_open(slow, true, &d), 0);
+    struct slow_write w = {.dev = d, .buf = rk_buf_alloc(4096)};
+    uint8_t *got = rk_buf_alloc(4096), *zero = calloc(1, 4096);
+    memset(w.buf, 0x5a, 4096);
+    pthread_t th;
+    pthread_create(&th, NULL, slow_writer, &w);
+    usleep(50 * 1000); /* the write is inside the slow child now (its undo read takes 100 ms) */
+    assert_int_equal(rk_fault_power_cut(d), 0);
+    pthread_join(th, NULL);
+    assert_int_equal(w.r, -EIO);
+    assert_int_equal(rk_dev_read(mem, got, 4096, 0), 0);
+    assert_memory_equal(got, zero, 4096);
+    rk_dev_close(d);
+    free(w.buf);
+    free(got);
+    free(zero);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +612,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_power_cut_after_flush, setup, teardown),
         cmocka_unit_test(test_power_cut_file),
         cmocka_unit_test(test_undo_bound),
+        cmocka_unit_test(test_keep_random_subset),
+        cmocka_unit_test(test_shared_cut_after),
+        cmocka_unit_test(test_cut_fails_running_write),
+        cmocka_unit_test_setup_teardown(test_spec_power, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
