@@ -20,16 +20,6 @@ static bool fault_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
     return a < b + blen && b < a + alen;
 }
 
-void fault_free_undo(struct fault_undo *u)
-{
-    while (u) {
-        struct fault_undo *next = u->next;
-        free(u->old);
-        free(u);
-        u = next;
-    }
-}
-
 /* Detach and return (for freeing outside the lock) the undo entries beyond the newest
  * max_bytes. Caller holds f->lock. */
 static struct fault_undo *fault_cut_older(struct fault_priv *f, uint64_t max_bytes)
@@ -331,7 +321,7 @@ static void fault_close(struct rk_dev *dev)
     free(f);
 }
 
-static const struct rk_dev_ops fault_ops = {
+const struct rk_dev_ops fault_ops = {
     .kind = "fault",
     .read = fault_read,
     .write = fault_write,
@@ -373,11 +363,6 @@ int rk_fault_open(struct rk_dev *child, bool own_child, struct rk_dev **out)
     dev->direct = child->direct;
     *out = dev;
     return 0;
-}
-
-struct fault_priv *fault_priv_of(struct rk_dev *dev)
-{
-    return dev && dev->ops == &fault_ops ? dev->priv : NULL;
 }
 
 int rk_fault_add_range(struct rk_dev *dev, uint32_t which, uint64_t off, uint64_t len)

@@ -84,8 +84,14 @@ struct fault_priv {
     struct rk_fault_cut_stats last_cut;
 };
 
+/* The fault device's operations (fault.c). */
+extern const struct rk_dev_ops fault_ops;
+
 /* The fault device's state, or NULL when dev is not a fault device. */
-struct fault_priv *fault_priv_of(struct rk_dev *dev);
+static inline struct fault_priv *fault_priv_of(struct rk_dev *dev)
+{
+    return dev && dev->ops == &fault_ops ? dev->priv : NULL;
+}
 
 /* Free an undo list (entries and their old content). NULL is accepted. */
 void fault_free_undo(struct fault_undo *u);

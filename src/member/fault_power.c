@@ -10,6 +10,16 @@
 #include "core/util.h"
 #include "member/fault_int.h"
 
+void fault_free_undo(struct fault_undo *u)
+{
+    while (u) {
+        struct fault_undo *next = u->next;
+        free(u->old);
+        free(u);
+        u = next;
+    }
+}
+
 static struct fault_power fault_shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* After the cut of a domain with on-cut=hang, a member request never returns: a machine without
