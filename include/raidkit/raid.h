@@ -245,8 +245,7 @@ struct rk_raid_mismatch {
  * scrub (last true; kept like rk_raid_progress.last_*) or of the running / last started scrub
  * (last false) into out, in the order found. Returns how many were recorded (<= max is copied),
  * or -EINVAL (not a raid device, max < 0, out NULL with max > 0). */
-int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out,
-                             int max);
+int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out, int max);
 /* Short names for JSON and logs: "parity", "located", "unlocated", "degraded", "majority",
  * "tie", "unknown-copy" / "none", "data", "parity", "copy"; "?" for a bad value. */
 const char *rk_raid_mismatch_kind_name(int kind);

@@ -172,8 +172,8 @@ static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, 
         if (!(fix & (1u << i)))
             continue;
         uint32_t s = c[i].slot;
-        int w = rk_dev_write(r->members[s], pc->buf[win], len,
-                             l->g.data_offset + c[i].member_off, 0);
+        int w =
+            rk_dev_write(r->members[s], pc->buf[win], len, l->g.data_offset + c[i].member_off, 0);
         if (w)
             raid_fail(r, s, w);
     }

@@ -279,8 +279,7 @@ void raid_job_mismatch_keep(struct raid_priv *r)
     pthread_mutex_unlock(&j->lock);
 }
 
-int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out,
-                             int max)
+int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out, int max)
 {
     struct raid_priv *r = raid_priv_of(raid);
     if (!r || max < 0 || (!out && max > 0))

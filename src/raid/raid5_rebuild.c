@@ -85,8 +85,8 @@ static void r5_report(struct raid_priv *r, const struct r5_find *f, uint32_t blk
         .slot = g->slot[blk],
         .member_off = g->row * chunk + f->lo + f->a,
         .len = f->b - f->a,
-        .array_off = blk < g->nd ? (g->row * g->nd + blk) * chunk + f->lo + f->a
-                                 : RK_RAID_NO_ARRAY_OFF,
+        .array_off =
+            blk < g->nd ? (g->row * g->nd + blk) * chunk + f->lo + f->a : RK_RAID_NO_ARRAY_OFF,
         .kind = kind,
         .fixed = fixed,
     };

@@ -137,8 +137,8 @@ int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate)
 
 const char *rk_raid_mismatch_kind_name(int kind)
 {
-    static const char *const names[] = {"parity", "located", "unlocated",   "degraded",
-                                        "majority", "tie",   "unknown-copy"};
+    static const char *const names[] = {"parity",   "located", "unlocated",   "degraded",
+                                        "majority", "tie",     "unknown-copy"};
     return kind >= 0 && kind < (int)(sizeof(names) / sizeof(names[0])) ? names[kind] : "?";
 }
 

@@ -317,12 +317,9 @@ int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_raid1_scrub_repair),
-        cmocka_unit_test(test_raid10_scrub_repair),
-        cmocka_unit_test(test_scrub_read_errors),
-        cmocka_unit_test(test_scrub_busy),
-        cmocka_unit_test(test_raid6_degraded_scrub),
-        cmocka_unit_test(test_raid6_repair_locates),
+        cmocka_unit_test(test_raid1_scrub_repair),   cmocka_unit_test(test_raid10_scrub_repair),
+        cmocka_unit_test(test_scrub_read_errors),    cmocka_unit_test(test_scrub_busy),
+        cmocka_unit_test(test_raid6_degraded_scrub), cmocka_unit_test(test_raid6_repair_locates),
         cmocka_unit_test(test_raid1_majority),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
