@@ -44,9 +44,17 @@ static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t
     if (tolerated == 0)
         rk_warn("scrub: %s has no redundancy: it reads everything and reports read errors only",
                 r->l.lvl->name);
-    else if (missing >= tolerated)
+    else if (missing >= tolerated && r->l.lvl->unmap)
         rk_warn("scrub: the array is degraded (%d of %u slots unavailable): data without a "
-                "remaining copy or parity is only read, not compared",
+                "remaining copy is only read, not compared",
+                missing, r->l.g.members);
+    else if (missing >= tolerated)
+        rk_warn("scrub: the array is degraded (%d of %u slots unavailable): no redundancy "
+                "left, nothing can be compared: this scrub cannot find a mismatch",
+                missing, r->l.g.members);
+    else if (missing > 0 && !r->l.lvl->unmap)
+        rk_warn("scrub: %d of %u slots unavailable: every stripe is checked against the parity "
+                "left, but a mismatch cannot be located nor repaired",
                 missing, r->l.g.members);
 }
 
