@@ -160,7 +160,7 @@ static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, 
                                      .array_off = aoff,
                                      .kind = kind,
                                      .fixed = repair ? RK_FIX_COPY : RK_FIX_NONE};
-        raid_job_mismatch(r, &m);
+        raid_job_mismatch(r, &m, true);
         rk_warn("scrub: array bytes [%llu, %llu): copies differ (%s); keeping slot %u's%s",
                 (unsigned long long)aoff, (unsigned long long)(aoff + len),
                 rk_raid_mismatch_kind_name(kind), c[win].slot,

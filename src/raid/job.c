@@ -259,13 +259,13 @@ void raid_job_count(struct raid_priv *r, uint64_t mismatches, uint64_t repaired,
     pthread_mutex_unlock(&j->lock);
 }
 
-void raid_job_mismatch(struct raid_priv *r, const struct rk_raid_mismatch *m)
+void raid_job_mismatch(struct raid_priv *r, const struct rk_raid_mismatch *m, bool count)
 {
     struct raid_job *j = r->job;
     pthread_mutex_lock(&j->lock);
     if (j->n_mm < RK_RAID_MISMATCH_MAX)
         j->mm[j->n_mm++] = *m;
-    if (m->fixed != RK_FIX_NONE)
+    if (count && m->fixed != RK_FIX_NONE)
         j->prog.repaired++;
     pthread_mutex_unlock(&j->lock);
 }

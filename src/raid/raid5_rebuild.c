@@ -72,12 +72,11 @@ static bool r5_nonzero_span(const char *buf, uint64_t n, uint64_t *a, uint64_t *
 struct r5_find {
     const struct r5_geo *g;
     uint64_t lo, a, b;
-    bool record; /* first mismatch of the stripe: goes into the job's list (one per stripe) */
+    bool first; /* the stripe's first mismatch report: counts as its repair (one per stripe) */
 };
 
-/* Record a mismatch at f in the job's list and the log. */
-static void r5_report(struct raid_priv *r, const struct r5_find *f, uint32_t blk, int kind,
-                      int fixed)
+/* Report a mismatch at f: the job's list (raid_job_mismatch) and the log. */
+static void r5_report(struct raid_priv *r, struct r5_find *f, uint32_t blk, int kind, int fixed)
 {
     const struct r5_geo *g = f->g;
     uint64_t chunk = r->l.g.chunk;
@@ -90,8 +89,8 @@ static void r5_report(struct raid_priv *r, const struct r5_find *f, uint32_t blk
         .kind = kind,
         .fixed = fixed,
     };
-    if (f->record)
-        raid_job_mismatch(r, &m);
+    raid_job_mismatch(r, &m, f->first);
+    f->first = false;
     rk_warn("scrub: stripe %llu mismatch (%s) on slot %u, data bytes [%llu, %llu)%s%s",
             (unsigned long long)g->row, rk_raid_mismatch_kind_name(kind), m.slot,
             (unsigned long long)m.member_off, (unsigned long long)(m.member_off + m.len),
@@ -126,44 +125,66 @@ static int r5_scrub_write(struct r5_req *q, const struct r5_find *f, uint32_t bl
     return 0;
 }
 
-/* raid6, every block read: locate a single bad block from the syndromes (rk_parity_locate) and
- * rewrite that one; when none explains them, rewrite the parity from the data. np0 / np1 hold
- * the recomputed P' / Q'. Returns 1 (mismatch), 0 or -EIO. */
-static int r6_scrub_locate(struct r5_req *q, struct r5_find *f, uint64_t n, bool repair)
+/* raid6: handle the run [a, b) of window f whose syndromes (in the scratch blocks) all blame
+ * block z (rk_parity_locate): with repair, rewrite data block z as D_z ^ ps, or P / Q / both
+ * (unlocated) from the data; report it. Returns 0 or -EIO. */
+static int r6_fix_run(struct r5_req *q, struct r5_find *f, uint64_t a, uint64_t b, int z,
+                      bool repair)
 {
     const struct r5_geo *g = f->g;
-    uint32_t nd = g->nd, pb = g->n, qb = g->n + 1; /* scratch: P', Q', then syndromes */
+    uint32_t nd = g->nd, pb = g->n, qb = g->n + 1;
     char *ps = r5_blk(q, pb), *qs = r5_blk(q, qb);
-    rk_parity_xor_into(n, ps, r5_blk(q, nd));
-    rk_parity_xor_into(n, qs, r5_blk(q, nd + 1));
-    int z;
-    rk_parity_locate((int)nd, n, ps, qs, &z);
-    if (z == RK_PARITY_LOC_CLEAN)
-        return 0;
-    uint64_t a1, b1, a2, b2;
-    bool hp = r5_nonzero_span(ps, n, &a1, &b1), hq = r5_nonzero_span(qs, n, &a2, &b2);
-    f->a = hp && (!hq || a1 < a2) ? a1 : a2;
-    f->b = hp && (!hq || b1 > b2) ? b1 : b2;
     uint32_t bad = z == RK_PARITY_LOC_UNKNOWN ? nd : (uint32_t)z;
     int kind = z == RK_PARITY_LOC_UNKNOWN ? RK_MM_UNLOCATED : RK_MM_LOCATED;
     int fixed = !repair ? RK_FIX_NONE : bad < nd ? RK_FIX_DATA : RK_FIX_PARITY;
     int ret = 0;
+    f->a = a;
+    f->b = b;
+    if (kind == RK_MM_UNLOCATED)
+        rk_warn("scrub: stripe %llu: cannot locate the bad chunk from P and Q (more than one "
+                "differs)%s",
+                (unsigned long long)g->row, repair ? ": rewriting parity from the data" : "");
     if (repair && bad < nd) {
-        rk_parity_xor_into(n, r5_blk(q, bad), ps); /* D_z ^ ps is what D_z held */
+        rk_parity_xor_into(b - a, r5_blk(q, bad) + a, ps + a); /* what D_z held */
         ret = r5_scrub_write(q, f, bad, UINT32_MAX);
     } else if (repair) {
-        /* Back to P', Q' (the parity of the data) and rewrite the side(s) that differ. */
-        rk_parity_xor_into(n, ps, r5_blk(q, nd));
-        rk_parity_xor_into(n, qs, r5_blk(q, nd + 1));
-        if (kind == RK_MM_UNLOCATED)
-            rk_warn("scrub: stripe %llu: cannot locate the bad chunk from P and Q (more than "
-                    "one differs): rewriting parity from the data",
-                    (unsigned long long)g->row);
+        /* Back from syndromes to P', Q' (the parity of the data); rewrite what is blamed. */
+        rk_parity_xor_into(b - a, ps + a, r5_blk(q, nd) + a);
+        rk_parity_xor_into(b - a, qs + a, r5_blk(q, nd + 1) + a);
         ret = r5_scrub_write(q, f, z == (int)nd + 1 ? UINT32_MAX : pb,
                              z == (int)nd ? UINT32_MAX : qb);
     }
     r5_report(q->r, f, bad, kind, fixed);
-    return ret ? ret : 1;
+    return ret;
+}
+
+/* raid6, every block read, np0 / np1 holding the recomputed P' / Q': turn them into the
+ * syndromes and locate the bad block per R5_SCRUB_ALIGN block (as mdadm's raid6check does per
+ * page, so two bad sectors in different chunks of one stripe are both found), then handle each
+ * run of blocks blaming the same one (r6_fix_run). Returns 1 (mismatch), 0 or -EIO. */
+static int r6_scrub_locate(struct r5_req *q, struct r5_find *f, uint64_t n, bool repair)
+{
+    const struct r5_geo *g = f->g;
+    char *ps = r5_blk(q, g->n), *qs = r5_blk(q, g->n + 1);
+    rk_parity_xor_into(n, ps, r5_blk(q, g->nd));
+    rk_parity_xor_into(n, qs, r5_blk(q, g->nd + 1));
+    int run = RK_PARITY_LOC_CLEAN, ret = 0, found = 0;
+    uint64_t start = 0;
+    for (uint64_t o = 0; o <= n; o += R5_SCRUB_ALIGN) {
+        int z = RK_PARITY_LOC_CLEAN;
+        if (o < n)
+            rk_parity_locate((int)g->nd, R5_SCRUB_ALIGN, ps + o, qs + o, &z);
+        if (z == run)
+            continue;
+        if (run != RK_PARITY_LOC_CLEAN) {
+            found = 1;
+            if (r6_fix_run(q, f, start, o, run, repair))
+                ret = -EIO;
+        }
+        run = z;
+        start = o;
+    }
+    return ret ? ret : found;
 }
 
 /* Check window [lo, hi) of stripe g, every block read into q's buffers (stripe lock held):
@@ -226,12 +247,12 @@ static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, u
 }
 
 /* One window [lo, hi) of stripe g for r5_scrub: check it as far as the readable blocks allow;
- * record the mismatch in the job's list when record. Returns 1 (mismatch), 0, or -errno. */
+ * first: no mismatch was reported in the stripe yet. Returns 1 (mismatch), 0, or -errno. */
 static int r5_scrub_one(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi,
-                        bool repair, bool record)
+                        bool repair, bool first)
 {
     struct raid_priv *r = q->r;
-    struct r5_find f = {.g = g, .lo = lo, .record = record};
+    struct r5_find f = {.g = g, .lo = lo, .first = first};
     uint64_t moff = g->row * r->l.g.chunk + lo;
     uint32_t all = (1u << g->n) - 1, rd = r5_blk_readable(r, g, moff, hi - lo);
     uint32_t gone = all & ~rd;

@@ -257,7 +257,25 @@ static void test_raid6_repair_locates(void **state)
         assert_memory_equal(buf, ps == 3 ? p0 : q0, 64 * KiB);
     }
 
-    /* Two data chunks: unlocated, parity follows the data. */
+    /* Two data chunks, different sectors of the stripe: each located and fixed on its own. */
+    corrupt(&a, 0, R6_OFF);
+    corrupt(&a, 1, R6_OFF + 16 * KiB);
+    scrub_counts(&a, true, 1, 1);
+    struct rk_raid_mismatch two[RK_RAID_MISMATCH_MAX];
+    assert_int_equal(rk_raid_scrub_mismatches(a.raid, true, two, RK_RAID_MISMATCH_MAX), 2);
+    assert_int_equal(two[0].slot, 0);
+    assert_int_equal(two[0].fixed, RK_FIX_DATA);
+    assert_int_equal(two[1].slot, 1);
+    assert_int_equal(two[1].member_off, R6_OFF + 16 * KiB);
+    assert_int_equal(two[1].array_off, 4 * 64 * KiB + 24 * KiB);
+    assert_int_equal(two[1].fixed, RK_FIX_DATA);
+    slot_read(&a, 1, R6_OFF + 16 * KiB, 4096, buf);
+    assert_memory_equal(buf, a.data + 4 * 64 * KiB + 24 * KiB, 4096);
+    slot_read(&a, 3, R6_ROW * 64 * KiB, 64 * KiB, buf);
+    assert_memory_equal(buf, p0, 64 * KiB);
+    scrub_counts(&a, false, 0, 0);
+
+    /* Two data chunks, same sector: unlocated, parity follows the data. */
     corrupt_with(&a, 0, R6_OFF, 0x11);
     corrupt_with(&a, 1, R6_OFF, 0x77);
     scrub_counts(&a, true, 1, 1);
