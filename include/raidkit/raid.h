@@ -170,8 +170,11 @@ int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uin
 /*
  * Start a scrub in a background thread: compare every copy (or parity) of every chunk through
  * the level's scrub hook and count mismatched chunks (stripes for parity levels); with repair,
- * rewrite them from the first live copy (slot order) / the data. Levels without redundancy
- * read everything and count read errors. rate in bytes/s (0 = unlimited).
+ * rewrite what the redundancy can tell is wrong: raid1 with 3+ copies by majority, 2 copies
+ * from the first live copy (slot order), raid5 parity from the data, raid6 the one block P and
+ * Q locate (else parity from the data); a raid6 with one slot gone is checked against the parity
+ * left, not repaired. Each mismatch's place: rk_raid_scrub_mismatches. Levels without
+ * redundancy read everything and count read errors. rate in bytes/s (0 = unlimited).
  * Returns 0, -EBUSY (a job is running), -ENOMEM.
  */
 int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate);
