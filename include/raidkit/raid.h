@@ -170,8 +170,11 @@ int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uin
 /*
  * Start a scrub in a background thread: compare every copy (or parity) of every chunk through
  * the level's scrub hook and count mismatched chunks (stripes for parity levels); with repair,
- * rewrite them from the first live copy (slot order) / the data. Levels without redundancy
- * read everything and count read errors. rate in bytes/s (0 = unlimited).
+ * rewrite what the redundancy can tell is wrong: raid1 with 3+ copies by majority, 2 copies
+ * from the first live copy (slot order), raid5 parity from the data, raid6 the one block P and
+ * Q locate (else parity from the data); a raid6 with one slot gone is checked against the parity
+ * left, not repaired. Each mismatch's place: rk_raid_scrub_mismatches. Levels without
+ * redundancy read everything and count read errors. rate in bytes/s (0 = unlimited).
  * Returns 0, -EBUSY (a job is running), -ENOMEM.
  */
 int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate);
@@ -208,6 +211,48 @@ struct rk_raid_progress {
 
 /* Fill *p. Returns 0 or -EINVAL (not a raid device). */
 int rk_raid_progress(struct rk_dev *raid, struct rk_raid_progress *p);
+
+/* How many mismatch locations a scrub records (rk_raid_scrub_mismatches); later mismatches
+ * are still counted in rk_raid_progress.mismatches. */
+#define RK_RAID_MISMATCH_MAX 64
+/* rk_raid_mismatch.array_off when the place holds no array data (parity) or is unknown. */
+#define RK_RAID_NO_ARRAY_OFF UINT64_MAX
+
+/* What a scrub found wrong at a mismatch (docs/ARCHITECTURE.md "What scrub can and cannot
+ * know"). */
+enum rk_raid_mismatch_kind {
+    RK_MM_PARITY = 0,   /* raid5: parity differs from the data (the data is assumed right) */
+    RK_MM_LOCATED,      /* raid6: P and Q name this one block (data, P or Q) as the bad one */
+    RK_MM_UNLOCATED,    /* raid6: no single block explains P and Q; parity rewritten from data */
+    RK_MM_DEGRADED,     /* raid6 with one slot gone: the remaining parity differs; not located */
+    RK_MM_MAJORITY,     /* copies: this copy differs from the value most copies hold */
+    RK_MM_TIE,          /* copies: no majority; the first copy (slot order) was taken */
+    RK_MM_UNKNOWN_COPY, /* 2 copies differ: unknown which is right; the first copy was taken */
+};
+/* What a repair rewrote at a mismatch. */
+enum rk_raid_fix { RK_FIX_NONE = 0, RK_FIX_DATA, RK_FIX_PARITY, RK_FIX_COPY };
+
+/* Where one scrub mismatch is. */
+struct rk_raid_mismatch {
+    uint32_t slot;       /* the slot holding the (presumed) bad content: the copy or data chunk
+                          * rewritten, the parity slot for parity/unlocated/degraded mismatches */
+    uint64_t member_off; /* data-area offset in slot of the differing range */
+    uint64_t len;        /* bytes */
+    uint64_t array_off;  /* array offset of that data, RK_RAID_NO_ARRAY_OFF for parity */
+    int kind;            /* enum rk_raid_mismatch_kind */
+    int fixed;           /* enum rk_raid_fix: RK_FIX_NONE for a check, or when nothing can say
+                          * which content is right (degraded raid6) */
+};
+
+/* Copy up to max of the first RK_RAID_MISMATCH_MAX mismatch locations of the last finished
+ * scrub (last true; kept like rk_raid_progress.last_*) or of the running / last started scrub
+ * (last false) into out, in the order found. Returns how many were recorded (<= max is copied),
+ * or -EINVAL (not a raid device, max < 0, out NULL with max > 0). */
+int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out, int max);
+/* Short names for JSON and logs: "parity", "located", "unlocated", "degraded", "majority",
+ * "tie", "unknown-copy" / "none", "data", "parity", "copy"; "?" for a bad value. */
+const char *rk_raid_mismatch_kind_name(int kind);
+const char *rk_raid_fix_name(int fixed);
 
 /* One range of a slot's data area that a rebuild could not reconstruct: reads never use it. */
 struct rk_raid_bad_range {

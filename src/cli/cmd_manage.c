@@ -198,6 +198,30 @@ static cJSON *mgmt_status(const char *cmd, const char *path, cJSON **reply)
     return cJSON_GetObjectItem(*reply, "status");
 }
 
+/* One line per scrub mismatch location (aoff < 0: the place holds parity, no array data). */
+static void mgmt_print_mismatch(double slot, double moff, double len, double aoff, const char *kind,
+                                const char *fixed)
+{
+    char where[96] = "";
+    if (aoff >= 0)
+        snprintf(where, sizeof(where), ", array bytes [%.0f, %.0f)", aoff, aoff + len);
+    printf("mismatch: slot %.0f data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, moff,
+           moff + len, where, kind, fixed);
+}
+
+/* The mismatch_list of a status reply's last_scrub, printed by mgmt_print_mismatch. */
+static void mgmt_print_mismatch_list(const cJSON *st)
+{
+    const cJSON *ls = cJSON_GetObjectItem(st, "last_scrub"), *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItem(ls, "mismatch_list"))
+    {
+        const cJSON *ao = cJSON_GetObjectItem(it, "array_offset");
+        mgmt_print_mismatch(mgmt_num(it, "slot"), mgmt_num(it, "member_offset"),
+                            mgmt_num(it, "len"), cJSON_IsNumber(ao) ? ao->valuedouble : -1,
+                            mgmt_str(it, "kind"), mgmt_str(it, "repaired"));
+    }
+}
+
 /* Poll status until the job is no longer running; print the final job line on stderr.
  * Returns the final job state's exit status. */
 static int mgmt_wait_job(const char *cmd, const char *path)
@@ -216,10 +240,13 @@ static int mgmt_wait_job(const char *cmd, const char *path)
         bool failed = !strcmp(mgmt_str(job, "state"), "failed");
         if (!running) {
             fprintf(stderr, "raidkit %s: %s\n", cmd, line);
-            if (!strcmp(mgmt_str(job, "kind"), "scrub"))
+            if (!strcmp(mgmt_str(job, "kind"), "scrub")) {
                 printf("scrub finished: %.0f mismatches, %.0f repaired, %.0f read errors\n",
                        mgmt_num(job, "mismatches"), mgmt_num(job, "repaired"),
                        mgmt_num(job, "bad_ranges"));
+                if (!failed)
+                    mgmt_print_mismatch_list(st);
+            }
             cJSON_Delete(reply);
             return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         }
@@ -266,9 +293,14 @@ static const char scrub_usage[] =
     "Usage: raidkit scrub [--repair] [--rate MIB] [--no-wait] (--control PATH | MEMBER...)\n"
     "\n"
     "Compare every copy (raid1/10) or parity (raid5/6) of the array and count mismatched\n"
-    "chunks/stripes; --repair rewrites them from the first live copy / the data. Arrays\n"
-    "without redundancy are read completely (read errors are counted). Prints\n"
-    "\"scrub finished: N mismatches, R repaired, E read errors\"; exit 0 when it ran.\n"
+    "chunks/stripes. --repair rewrites what the redundancy can tell is wrong: raid1 with 3+\n"
+    "copies by majority, 2 copies from the first copy; raid5 parity from the data; raid6 the\n"
+    "one chunk P and Q locate (else parity from the data); a degraded raid6 is checked against\n"
+    "the parity it has but not repaired (docs/CLI.md \"What scrub can and cannot know\").\n"
+    "Arrays without redundancy are read completely (read errors are counted). Prints\n"
+    "\"scrub finished: N mismatches, R repaired, E read errors\", then one line per mismatch\n"
+    "(the first 64): \"mismatch: slot S data bytes [A, B)[, array bytes [X, Y)]: KIND,\n"
+    "repaired none|data|parity|copy\"; exit 0 when it ran.\n"
     "\n"
     "  -R, --repair        fix mismatches\n"
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
@@ -514,6 +546,8 @@ int cli_scrub(int argc, char **argv)
         r = mgmt_offline_wait("scrub", raid);
     struct rk_raid_progress p;
     rk_raid_progress(raid, &p);
+    struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX];
+    int nmm = rk_raid_scrub_mismatches(raid, true, mm, RK_RAID_MISMATCH_MAX);
     int rc = rk_volume_close(vol);
     if (r || rc) {
         fprintf(stderr, "raidkit scrub: %s\n", strerror(-(r ? r : rc)));
@@ -522,5 +556,9 @@ int cli_scrub(int argc, char **argv)
     printf("scrub finished: %" PRIu64 " mismatches, %" PRIu64 " repaired, %" PRIu64
            " read errors\n",
            p.last_mismatches, p.last_repaired, p.last_errors);
+    for (int i = 0; i < nmm && i < RK_RAID_MISMATCH_MAX; i++)
+        mgmt_print_mismatch(mm[i].slot, (double)mm[i].member_off, (double)mm[i].len,
+                            mm[i].array_off == RK_RAID_NO_ARRAY_OFF ? -1 : (double)mm[i].array_off,
+                            rk_raid_mismatch_kind_name(mm[i].kind), rk_raid_fix_name(mm[i].fixed));
     return CLI_EXIT_OK;
 }

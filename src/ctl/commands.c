@@ -138,8 +138,30 @@ static void ctl_add_job(cJSON *root, const struct rk_raid_progress *p, double pc
         cJSON_AddStringToObject(job, "error", strerror(-p->error));
 }
 
+/* "mismatch_list" of last_scrub: where the first RK_RAID_MISMATCH_MAX mismatches were (slot and
+ * data-area offset/len in bytes, the array offset when the place holds data). */
+static void ctl_add_mismatches(cJSON *ls, struct rk_dev *raid)
+{
+    struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX];
+    int n = rk_raid_scrub_mismatches(raid, true, mm, RK_RAID_MISMATCH_MAX);
+    cJSON *arr = cJSON_AddArrayToObject(ls, "mismatch_list");
+    for (int i = 0; arr && i < n && i < RK_RAID_MISMATCH_MAX; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddNumberToObject(o, "slot", mm[i].slot);
+        cJSON_AddNumberToObject(o, "member_offset", (double)mm[i].member_off);
+        cJSON_AddNumberToObject(o, "len", (double)mm[i].len);
+        if (mm[i].array_off != RK_RAID_NO_ARRAY_OFF)
+            cJSON_AddNumberToObject(o, "array_offset", (double)mm[i].array_off);
+        cJSON_AddStringToObject(o, "kind", rk_raid_mismatch_kind_name(mm[i].kind));
+        cJSON_AddStringToObject(o, "repaired", rk_raid_fix_name(mm[i].fixed));
+        cJSON_AddItemToArray(arr, o);
+    }
+}
+
 /* "last_scrub": the result of the last finished scrub, null when none ran since start. */
-static void ctl_add_last_scrub(cJSON *root, const struct rk_raid_progress *p)
+static void ctl_add_last_scrub(cJSON *root, struct rk_dev *raid, const struct rk_raid_progress *p)
 {
     if (!p->scrubbed) {
         cJSON_AddNullToObject(root, "last_scrub");
@@ -152,6 +174,7 @@ static void ctl_add_last_scrub(cJSON *root, const struct rk_raid_progress *p)
     cJSON_AddNumberToObject(ls, "repaired", (double)p->last_repaired);
     cJSON_AddNumberToObject(ls, "read_errors", (double)p->last_errors);
     cJSON_AddNumberToObject(ls, "finished_at", (double)p->last_finished);
+    ctl_add_mismatches(ls, raid);
 }
 
 /* Most unreadable ranges listed in a status reply. */
@@ -186,7 +209,7 @@ cJSON *rk_control_status_tree(struct rk_volume *v)
     double pct = p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0;
     ctl_add_slots(root, raid, &p, pct);
     ctl_add_job(root, &p, pct);
-    ctl_add_last_scrub(root, &p);
+    ctl_add_last_scrub(root, raid, &p);
     ctl_add_bad_ranges(root, raid);
     return root;
 }

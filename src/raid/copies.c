@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "raid/badrange.h"
 #include "raid/copies.h"
+#include "raid/job.h"
 
 /* Read array range [aoff, aoff+len), which slot holds too, from another ACTIVE copy into buf.
  * -ENODEV: no other copy is active at all; -EIO: every active copy failed to read. */
@@ -62,56 +63,117 @@ int raid_copies_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_
     return ret;
 }
 
-/* Scrub one array chunk piece [aoff, aoff+len): read every active copy, compare with the first
- * readable one (slot order), count one mismatch if any differs, and with repair write the
- * reference over the copies that differ or could not be read. -EIO when no copy reads. */
+/* The copies of one array piece being scrubbed: extents in slot order and a chunk buffer per
+ * copy (buf[i] holds copy i once read). */
+struct copies_piece {
+    struct rk_raid_extent c[RK_MAX_MEMBERS];
+    int n;
+    char **buf;
+};
+
+/* Pick the content to keep among the readable copies (bit i of ok): the one most copies hold
+ * (grp[i]: index of the first copy equal to copy i). Returns the winning group, or -1 when
+ * nothing was read; *kind says how it was chosen when copies differ. */
+static int copies_vote(const struct copies_piece *pc, uint64_t len, uint32_t ok, int *grp,
+                       int *kind)
+{
+    int cnt[RK_MAX_MEMBERS] = {0}, first = -1, nread = 0;
+    for (int i = 0; i < pc->n; i++) {
+        if (!(ok & (1u << i)))
+            continue;
+        nread++;
+        grp[i] = i;
+        for (int j = 0; j < i; j++)
+            if ((ok & (1u << j)) && grp[j] == j && !memcmp(pc->buf[i], pc->buf[j], len)) {
+                grp[i] = j;
+                break;
+            }
+        cnt[grp[i]]++;
+        if (first < 0)
+            first = i;
+    }
+    if (first < 0)
+        return -1;
+    int best = first, ties = 0;
+    for (int i = 0; i < pc->n; i++) {
+        if (cnt[i] > cnt[best]) {
+            best = i;
+            ties = 0;
+        } else if (i != best && cnt[i] == cnt[best]) {
+            ties++;
+        }
+    }
+    /* A tie (also: every copy different) keeps the first copy in slot order. */
+    if (ties)
+        best = first;
+    *kind = nread < 3 ? RK_MM_UNKNOWN_COPY : ties ? RK_MM_TIE : RK_MM_MAJORITY;
+    return best;
+}
+
+/* Scrub one array chunk piece [aoff, aoff+len): read every active copy, keep the content most
+ * copies hold (2 copies, a tie: the first readable one in slot order), count one mismatch if
+ * any differs, and with repair write it over the copies that differ or could not be read.
+ * -EIO when no copy reads. */
 static int copies_scrub_piece(struct raid_priv *r, uint64_t aoff, uint64_t len, bool repair,
-                              uint64_t *mismatches, char *ref, char *cmp)
+                              uint64_t *mismatches, struct copies_piece *pc)
 {
     const struct raid_layout *l = &r->l;
-    struct rk_raid_extent c[RK_MAX_MEMBERS];
     uint64_t run;
-    int n = l->lvl->map(l, aoff, c, RK_MAX_MEMBERS, &run);
-    uint32_t active = raid_slot_mask(r, RAID_STATES_READ), fix = 0;
-    int have = -1;
-    /* The reference is the first live copy in slot order (raid10 maps a chunk's copies to
-     * e.g. slots 2 and 0): insertion sort, n is tiny. */
+    int n = pc->n = l->lvl->map(l, aoff, pc->c, RK_MAX_MEMBERS, &run);
+    struct rk_raid_extent *c = pc->c;
+    uint32_t active = raid_slot_mask(r, RAID_STATES_READ), fix = 0, ok = 0;
+    /* Slot order (raid10 maps a chunk's copies to e.g. slots 2 and 0): n is tiny. */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && c[j - 1].slot > c[j].slot; j--) {
             struct rk_raid_extent t = c[j];
             c[j] = c[j - 1];
             c[j - 1] = t;
         }
-    bool differ = false;
     for (int i = 0; i < n; i++) {
         uint32_t s = c[i].slot;
         if (!(active & (1u << s)) || raid_bad_hit(r, s, c[i].member_off, len))
             continue;
-        char *dst = have < 0 ? ref : cmp;
-        if (rk_dev_read(r->members[s], dst, len, l->g.data_offset + c[i].member_off)) {
+        if (rk_dev_read(r->members[s], pc->buf[i], len, l->g.data_offset + c[i].member_off)) {
             rk_warn("scrub: read error on slot %u at data offset %llu", s,
                     (unsigned long long)c[i].member_off);
             fix |= 1u << i;
             continue;
         }
-        if (have < 0) {
-            have = i;
-        } else if (memcmp(ref, cmp, len)) {
-            differ = true;
-            fix |= 1u << i;
-        }
+        ok |= 1u << i;
     }
-    if (have < 0)
+    int grp[RK_MAX_MEMBERS], kind = RK_MM_UNKNOWN_COPY;
+    int win = copies_vote(pc, len, ok, grp, &kind);
+    if (win < 0)
         return -EIO;
-    if (differ)
+    int first_bad = -1;
+    for (int i = 0; i < n; i++)
+        if ((ok & (1u << i)) && grp[i] != win) {
+            fix |= 1u << i;
+            if (first_bad < 0)
+                first_bad = i;
+        }
+    if (first_bad >= 0) {
         ++*mismatches;
+        struct rk_raid_mismatch m = {.slot = c[first_bad].slot,
+                                     .member_off = c[first_bad].member_off,
+                                     .len = len,
+                                     .array_off = aoff,
+                                     .kind = kind,
+                                     .fixed = repair ? RK_FIX_COPY : RK_FIX_NONE};
+        raid_job_mismatch(r, &m, true);
+        rk_warn("scrub: array bytes [%llu, %llu): copies differ (%s); keeping slot %u's%s",
+                (unsigned long long)aoff, (unsigned long long)(aoff + len),
+                rk_raid_mismatch_kind_name(kind), c[win].slot,
+                repair ? ", rewriting the others" : "");
+    }
     if (!repair)
         return 0;
     for (int i = 0; i < n; i++) {
         if (!(fix & (1u << i)))
             continue;
         uint32_t s = c[i].slot;
-        int w = rk_dev_write(r->members[s], ref, len, l->g.data_offset + c[i].member_off, 0);
+        int w =
+            rk_dev_write(r->members[s], pc->buf[win], len, l->g.data_offset + c[i].member_off, 0);
         if (w)
             raid_fail(r, s, w);
     }
@@ -137,12 +199,15 @@ int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bo
 {
     const struct raid_layout *l = &r->l;
     uint64_t chunk = l->g.chunk, end = member_off + len;
-    char *ref = rk_buf_alloc(chunk), *cmp = rk_buf_alloc(chunk);
+    uint32_t ncopy = l->g.members; /* no level keeps more copies than slots */
+    char *bufs[RK_MAX_MEMBERS] = {0};
+    struct copies_piece pc = {.buf = bufs};
     int ret = 0;
-    if (!ref || !cmp) {
-        ret = -ENOMEM;
-        goto out;
-    }
+    for (uint32_t i = 0; i < ncopy; i++)
+        if (!(bufs[i] = rk_buf_alloc(chunk))) {
+            ret = -ENOMEM;
+            goto out;
+        }
     /* Every array chunk whose first copy lies in these rows, in member order. */
     for (uint64_t o = member_off; o < end;) {
         uint64_t piece = chunk - o % chunk < end - o ? chunk - o % chunk : end - o;
@@ -150,13 +215,13 @@ int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bo
             uint64_t aoff, run;
             if (!l->lvl->unmap(l, s, o, piece, &aoff, &run) || !copies_first(l, aoff, s, o))
                 continue;
-            if (copies_scrub_piece(r, aoff, run, repair, mismatches, ref, cmp))
+            if (copies_scrub_piece(r, aoff, run, repair, mismatches, &pc))
                 ret = -EIO;
         }
         o += piece;
     }
 out:
-    free(ref);
-    free(cmp);
+    for (uint32_t i = 0; i < ncopy; i++)
+        free(bufs[i]);
     return ret;
 }

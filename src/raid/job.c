@@ -24,6 +24,9 @@ struct raid_job {
     int result;
     struct rk_raid_progress prog;
     double t0; /* monotonic start of the job */
+    /* Scrub mismatch locations of the running job and of the last finished scrub. */
+    struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX], last_mm[RK_RAID_MISMATCH_MAX];
+    int n_mm, n_last_mm;
 };
 
 static double job_now(void)
@@ -203,6 +206,7 @@ static int job_claim(struct raid_job *j, const struct raid_job_spec *spec)
     j->prog.last_repaired = keep.last_repaired;
     j->prog.last_errors = keep.last_errors;
     j->prog.last_finished = keep.last_finished;
+    j->n_mm = 0;
     j->prog.kind = spec->ops->kind;
     j->prog.state = RK_JOB_RUNNING;
     j->prog.slot = spec->slot;
@@ -253,6 +257,40 @@ void raid_job_count(struct raid_priv *r, uint64_t mismatches, uint64_t repaired,
     j->prog.repaired += repaired;
     j->prog.bad_ranges += bad_ranges;
     pthread_mutex_unlock(&j->lock);
+}
+
+void raid_job_mismatch(struct raid_priv *r, const struct rk_raid_mismatch *m, bool count)
+{
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    if (j->n_mm < RK_RAID_MISMATCH_MAX)
+        j->mm[j->n_mm++] = *m;
+    if (count && m->fixed != RK_FIX_NONE)
+        j->prog.repaired++;
+    pthread_mutex_unlock(&j->lock);
+}
+
+void raid_job_mismatch_keep(struct raid_priv *r)
+{
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    memcpy(j->last_mm, j->mm, sizeof(j->mm[0]) * (size_t)j->n_mm);
+    j->n_last_mm = j->n_mm;
+    pthread_mutex_unlock(&j->lock);
+}
+
+int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mismatch *out, int max)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || max < 0 || (!out && max > 0))
+        return -EINVAL;
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    int n = last ? j->n_last_mm : j->n_mm;
+    if (max > 0)
+        memcpy(out, last ? j->last_mm : j->mm, sizeof(*out) * (size_t)(n < max ? n : max));
+    pthread_mutex_unlock(&j->lock);
+    return n;
 }
 
 void raid_job_update(struct raid_priv *r, void (*fn)(struct rk_raid_progress *p, void *arg),

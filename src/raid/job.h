@@ -79,6 +79,14 @@ uint64_t raid_job_step_bytes(const struct raid_priv *r, uint64_t rate);
 void raid_job_count(struct raid_priv *r, uint64_t mismatches, uint64_t repaired,
                     uint64_t bad_ranges);
 
+/* Scrub mismatch locations (rk_raid_scrub_mismatches): record where a scrub hook found one,
+ * keeping the first RK_RAID_MISMATCH_MAX of the running job. count: m is the first location of
+ * a mismatch the hook counts (chunk / stripe); then m->fixed != RK_FIX_NONE adds 1 to the job's
+ * repaired counter (a hook's mismatch may span several locations). Called from a job step. */
+void raid_job_mismatch(struct raid_priv *r, const struct rk_raid_mismatch *m, bool count);
+/* Make the running job's locations the last scrub's (a scrub's finish hook, on success). */
+void raid_job_mismatch_keep(struct raid_priv *r);
+
 /* Run fn(p, arg) on the job's progress under job->lock (fn must not block), e.g. for a kind's
  * finish hook to record its result in the fields it owns. */
 void raid_job_update(struct raid_priv *r, void (*fn)(struct rk_raid_progress *p, void *arg),

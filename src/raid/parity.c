@@ -150,6 +150,7 @@ static void parity_xor_gen(int nsrc, size_t len, void *const *src, void *dst)
 /* g^i and its 32-byte gf_vect_mul_init table for every i < 255, built once: the RMW path runs
  * per small write and should not rebuild them each time. */
 static uint8_t parity_gexp[255];
+static uint8_t parity_glog[256]; /* log_g(v) for v = 1..255 (parity_glog[0] unused) */
 static unsigned char parity_gtbl[255][32];
 static pthread_once_t parity_once = PTHREAD_ONCE_INIT;
 
@@ -158,6 +159,7 @@ static void parity_init_tables(void)
     uint8_t v = 1;
     for (int i = 0; i < 255; i++) {
         parity_gexp[i] = v;
+        parity_glog[v] = (uint8_t)i;
         gf_vect_mul_init(v, parity_gtbl[i]);
         v = parity_mul2_byte(v);
     }
@@ -467,5 +469,45 @@ int rk_parity_recover(struct rk_parity_ctx *ctx, int ndata, int nparity, size_t 
     }
     /* ec_encode_data uses unaligned loads and handles any len (short ones via its _base). */
     ec_encode_data((int)len, ndata, nmissing, tbls, (unsigned char **)src, out);
+    return 0;
+}
+
+/* ---- locating a single bad block (raid6 scrub) ---- */
+
+/* The block that byte pair (a, b) = (P syndrome, Q syndrome) blames, or RK_PARITY_LOC_UNKNOWN:
+ * data block z when b = g^z·a, P when only a is set, Q when only b is. */
+static int parity_locate_byte(int ndata, uint8_t a, uint8_t b)
+{
+    if (!b)
+        return ndata;
+    if (!a)
+        return ndata + 1;
+    int z = ((int)parity_glog[b] - (int)parity_glog[a] + 255) % 255;
+    return z < ndata ? z : RK_PARITY_LOC_UNKNOWN;
+}
+
+int rk_parity_locate(int ndata, size_t len, const void *ps, const void *qs, int *bad)
+{
+    if (ndata < 1 || ndata > RK_PARITY_MAX_DATA || !parity_len_ok(len) || !ps || !qs || !bad)
+        return -EINVAL;
+    pthread_once(&parity_once, parity_init_tables);
+    const uint8_t *a = ps, *b = qs;
+    int found = RK_PARITY_LOC_CLEAN;
+    for (size_t i = 0; i < len; i++) {
+        /* Skip clean words fast: a scrub mismatch is usually a few sectors of a chunk. */
+        if (i % 8 == 0 && len - i >= 8 && !(parity_load(a + i) | parity_load(b + i))) {
+            i += 7;
+            continue;
+        }
+        if (!a[i] && !b[i])
+            continue;
+        int w = parity_locate_byte(ndata, a[i], b[i]);
+        if (w == RK_PARITY_LOC_UNKNOWN || (found != RK_PARITY_LOC_CLEAN && found != w)) {
+            *bad = RK_PARITY_LOC_UNKNOWN;
+            return 0;
+        }
+        found = w;
+    }
+    *bad = found;
     return 0;
 }

@@ -108,6 +108,29 @@ void rk_parity_ctx_stats(struct rk_parity_ctx *ctx, struct rk_parity_stats *st);
 int rk_parity_recover(struct rk_parity_ctx *ctx, int ndata, int nparity, size_t len, void **blocks,
                       const int *missing, int nmissing);
 
+/* rk_parity_locate results besides a block index. */
+#define RK_PARITY_LOC_CLEAN   (-1) /* both syndromes are zero: the stripe is consistent */
+#define RK_PARITY_LOC_UNKNOWN (-2) /* no single block explains the syndromes */
+
+/*
+ * Locate the one bad block of a raid6 stripe from its syndromes, as in H. Peter Anvin, "The
+ * mathematics of RAID-6" (single-disk corruption): with P, Q the stored parity and P', Q' the
+ * parity recomputed from the stored data,
+ *     ps = P ^ P'        qs = Q ^ Q'        (len bytes each, e.g. one column window)
+ * If only data block z is wrong, by error e (nonzero somewhere), then ps = e and qs = g^z·e at
+ * every byte, so z = log_g(qs) - log_g(ps) mod 255 wherever ps != 0; only P wrong: ps != 0 and
+ * qs = 0 everywhere; only Q wrong: ps = 0 and qs != 0 everywhere. Every byte with a nonzero
+ * syndrome must blame the same block.
+ * ndata: 1..RK_PARITY_MAX_DATA; ps, qs: the syndromes (any alignment, read only).
+ * *bad gets RK_PARITY_LOC_CLEAN, a data index 0..ndata-1 (the correct block is D_z ^ ps), ndata
+ * (P is bad: recompute it), ndata + 1 (Q is bad) or RK_PARITY_LOC_UNKNOWN (more than one block
+ * differs, or the ratio names no data block: the stripe cannot be repaired by locating).
+ * A single wrong block is always found; two wrong blocks are reported UNKNOWN unless their
+ * errors happen to mimic one block on every byte (as with any two-parity code).
+ * Returns 0, or -EINVAL (bad ndata, NULL pointer, len > INT_MAX; *bad untouched).
+ */
+int rk_parity_locate(int ndata, size_t len, const void *ps, const void *qs, int *bad);
+
 /* ---- Plain-C reference (parity_ref.c): byte-at-a-time, no ISA-L. Tests and bench only. ---- */
 
 /* a·b in GF(2^8) with polynomial 0x11d (shift-and-xor). */

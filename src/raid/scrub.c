@@ -44,9 +44,17 @@ static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t
     if (tolerated == 0)
         rk_warn("scrub: %s has no redundancy: it reads everything and reports read errors only",
                 r->l.lvl->name);
-    else if (missing >= tolerated)
+    else if (missing >= tolerated && r->l.lvl->unmap)
         rk_warn("scrub: the array is degraded (%d of %u slots unavailable): data without a "
-                "remaining copy or parity is only read, not compared",
+                "remaining copy is only read, not compared",
+                missing, r->l.g.members);
+    else if (missing >= tolerated)
+        rk_warn("scrub: the array is degraded (%d of %u slots unavailable): no redundancy "
+                "left, nothing can be compared: this scrub cannot find a mismatch",
+                missing, r->l.g.members);
+    else if (missing > 0 && !r->l.lvl->unmap)
+        rk_warn("scrub: %d of %u slots unavailable: every stripe is checked against the parity "
+                "left, but a mismatch cannot be located nor repaired",
                 missing, r->l.g.members);
 }
 
@@ -57,7 +65,9 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
     uint64_t mm = 0;
     int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair, &mm)
                              : scrub_read_all(r, pos, len, c->buf);
-    raid_job_count(r, mm, c->repair ? mm : 0, rc == -EIO);
+    /* The hook counts repaired mismatches itself (raid_job_mismatch): a degraded raid6 finds
+     * mismatches it cannot repair. */
+    raid_job_count(r, mm, 0, rc == -EIO);
     return rc == -EIO ? 0 : rc;
 }
 
@@ -85,6 +95,8 @@ static int scrub_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
 {
     struct scrub_ctx *c = ctx;
     struct scrub_result res = {.err = err};
+    if (!err)
+        raid_job_mismatch_keep(r);
     raid_job_update(r, scrub_record, &res);
     if (err)
         rk_warn("scrub stopped: %s", strerror(-err));
@@ -129,4 +141,17 @@ int rk_raid_scrub_start(struct rk_dev *raid, bool repair, uint64_t rate)
         free(c);
     }
     return ret;
+}
+
+const char *rk_raid_mismatch_kind_name(int kind)
+{
+    static const char *const names[] = {"parity",   "located", "unlocated",   "degraded",
+                                        "majority", "tie",     "unknown-copy"};
+    return kind >= 0 && kind < (int)(sizeof(names) / sizeof(names[0])) ? names[kind] : "?";
+}
+
+const char *rk_raid_fix_name(int fixed)
+{
+    static const char *const names[] = {"none", "data", "parity", "copy"};
+    return fixed >= 0 && fixed < (int)(sizeof(names) / sizeof(names[0])) ? names[fixed] : "?";
 }

@@ -433,6 +433,78 @@ static void test_cache_threads(void **state)
     rk_parity_ctx_destroy(ctx);
 }
 
+/* Syndromes of a stripe whose blocks (data, P, Q: nd + 2 of len bytes) may have been corrupted
+ * after the parity was computed: ps = P ^ P(data), qs = Q ^ Q(data). */
+static void locate_syndromes(int nd, size_t len, uint8_t **blk, uint8_t *ps, uint8_t *qs)
+{
+    void *d[RK_PARITY_MAX_DATA];
+    for (int i = 0; i < nd; i++)
+        d[i] = blk[i];
+    assert_int_equal(rk_parity_pq(nd, len, d, ps, qs), 0);
+    assert_int_equal(rk_parity_xor_into(len, ps, blk[nd]), 0);
+    assert_int_equal(rk_parity_xor_into(len, qs, blk[nd + 1]), 0);
+}
+
+/* rk_parity_locate names the one corrupted block (any data block, P, Q) of stripes of every
+ * width, finds nothing in a clean stripe, and refuses to name one when two data blocks differ. */
+static void test_locate(void **state)
+{
+    (void)state;
+    static const int widths[] = {1, 2, 3, 8, RK_PARITY_MAX_DATA};
+    const size_t len = 4096;
+    uint8_t *blk[RK_PARITY_MAX_DATA + 2], *ps = NULL, *qs = NULL;
+    for (int i = 0; i < RK_PARITY_MAX_DATA + 2; i++)
+        assert_int_equal(posix_memalign((void **)&blk[i], 64, len), 0);
+    assert_int_equal(posix_memalign((void **)&ps, 64, len), 0);
+    assert_int_equal(posix_memalign((void **)&qs, 64, len), 0);
+    for (size_t w = 0; w < sizeof(widths) / sizeof(widths[0]); w++) {
+        int nd = widths[w], bad = 99;
+        void *d[RK_PARITY_MAX_DATA];
+        for (int i = 0; i < nd; i++) {
+            fill_rand(blk[i], len);
+            d[i] = blk[i];
+        }
+        assert_int_equal(rk_parity_pq(nd, len, d, blk[nd], blk[nd + 1]), 0);
+        locate_syndromes(nd, len, blk, ps, qs);
+        assert_int_equal(rk_parity_locate(nd, len, ps, qs, &bad), 0);
+        assert_int_equal(bad, RK_PARITY_LOC_CLEAN);
+        for (int t = 0; t < nd + 2; t++) {
+            uint8_t save[512];
+            size_t at = (size_t)(rng() % (len - sizeof(save)));
+            memcpy(save, blk[t] + at, sizeof(save));
+            for (size_t k = 0; k < sizeof(save); k++)
+                blk[t][at + k] ^= (uint8_t)(1 + rng() % 255);
+            locate_syndromes(nd, len, blk, ps, qs);
+            assert_int_equal(rk_parity_locate(nd, len, ps, qs, &bad), 0);
+            assert_int_equal(bad, t);
+            if (t < nd) { /* the stated correction restores the block */
+                assert_int_equal(rk_parity_xor_into(len, blk[t], ps), 0);
+                assert_memory_equal(blk[t] + at, save, sizeof(save));
+            } else {
+                memcpy(blk[t] + at, save, sizeof(save));
+            }
+        }
+        if (nd >= 2) {
+            blk[0][100] ^= 0x01;
+            blk[nd - 1][100] ^= 0x80;
+            blk[nd - 1][3000] ^= 0x42;
+            locate_syndromes(nd, len, blk, ps, qs);
+            assert_int_equal(rk_parity_locate(nd, len, ps, qs, &bad), 0);
+            assert_int_equal(bad, RK_PARITY_LOC_UNKNOWN);
+        }
+    }
+    int bad = 7;
+    assert_int_equal(rk_parity_locate(0, len, ps, qs, &bad), -EINVAL);
+    assert_int_equal(rk_parity_locate(RK_PARITY_MAX_DATA + 1, len, ps, qs, &bad), -EINVAL);
+    assert_int_equal(rk_parity_locate(2, len, NULL, qs, &bad), -EINVAL);
+    assert_int_equal(rk_parity_locate(2, len, ps, qs, NULL), -EINVAL);
+    assert_int_equal(bad, 7);
+    for (int i = 0; i < RK_PARITY_MAX_DATA + 2; i++)
+        free(blk[i]);
+    free(ps);
+    free(qs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -440,6 +512,7 @@ int main(void)
         cmocka_unit_test(test_gen_args),     cmocka_unit_test(test_recover_all_patterns),
         cmocka_unit_test(test_recover_args), cmocka_unit_test(test_rmw),
         cmocka_unit_test(test_cache),        cmocka_unit_test(test_cache_threads),
+        cmocka_unit_test(test_locate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
