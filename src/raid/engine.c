@@ -73,30 +73,34 @@ static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     return r->l.lvl->rw(r, RK_OP_READ, buf, len, off, 0);
 }
 
+/* Every request that changes data (write, write-zeroes, discard): refused once a failure could
+ * not be recorded, else the level's rw hook, completed by raid_fail_settle. */
+static int raid_rw_change(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                          uint32_t flags)
+{
+    if (atomic_load(&r->writes_stopped))
+        return -EIO;
+    return raid_fail_settle(r, r->l.lvl->rw(r, op, buf, len, off, flags));
+}
+
 static int raid_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
                       uint32_t flags)
 {
     /* Member writes only read the buffer; rk_io has one non-const pointer for both ways. */
     struct raid_priv *r = dev->priv;
-    if (atomic_load(&r->writes_stopped))
-        return -EIO;
-    return raid_fail_settle(r, r->l.lvl->rw(r, RK_OP_WRITE, (char *)buf, len, off, flags));
+    return raid_rw_change(r, RK_OP_WRITE, (char *)buf, len, off, flags);
 }
 
 static int raid_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
     struct raid_priv *r = dev->priv;
-    if (atomic_load(&r->writes_stopped))
-        return -EIO;
-    return raid_fail_settle(r, r->l.lvl->rw(r, RK_OP_DISCARD, NULL, len, off, 0));
+    return raid_rw_change(r, RK_OP_DISCARD, NULL, len, off, 0);
 }
 
 static int raid_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
     struct raid_priv *r = dev->priv;
-    if (atomic_load(&r->writes_stopped))
-        return -EIO;
-    return raid_fail_settle(r, r->l.lvl->rw(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags));
+    return raid_rw_change(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
 }
 
 /* Flush every writable member in parallel; a member that cannot flush is failed like one that
