@@ -100,12 +100,22 @@ enum rk_slot_state {
 /* Callbacks from the engine to the metadata layer. */
 struct rk_raid_events {
     void *ctx;
-    /* Slot failed (a write error, or an unrecoverable read error): persist it — mark it failed
-     * in the other members' superblocks and raise the event counter. Called at most once per
-     * slot, from an I/O thread; may block on I/O. It may run with a member range lock held and, on
-     * raid5/6, a stripe lock (a write failure inside a stripe update), so it must never issue I/O
-     * through the raid device itself. */
-    void (*member_failed)(void *ctx, uint32_t slot, int error);
+    /*
+     * Slot failed (a write error, an unrecoverable read error, or rk_raid_fail_slot with error
+     * 0): persist it — mark it failed in the other members' superblocks and raise the event
+     * counter, with writes that are durable (FUA or flush) before returning. Called once per
+     * move to FAILED, from an I/O thread; may block on I/O. It may run with a member range lock
+     * held and, on raid5/6, a stripe lock (a write failure inside a stripe update), so it must
+     * never issue I/O through the raid device itself nor wait for another raid request.
+     * Returns 0 when the failure is durable on the surviving members (at least one superblock
+     * with the raised event counter was written and flushed, so the failed member is stale at
+     * the next assembly), else -errno (no superblock could be written). Until it returns, every
+     * write, write-zeroes, discard and flush of the array is held before completing; a nonzero
+     * result fails them with -EIO and the array refuses writes and flushes (-EIO) from then on
+     * (reads continue) until it is reopened. NULL callback: failures count as recorded.
+     * (Changed from a void return: 0 keeps the old behaviour.)
+     */
+    int (*member_failed)(void *ctx, uint32_t slot, int error);
     /* Rebuild of slot reached offset (bytes of its data area now in sync and flushed on the
      * member): persist it as the slot's rebuild offset so a restart resumes there. Called from
      * the rebuild thread, outside engine locks; may block on I/O. NULL = not persisted. */
@@ -131,7 +141,8 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot);
 
 /* Mark slot failed (as if it had failed a write); the member_failed callback runs.
- * Returns 0, -EINVAL (bad slot), -EBUSY (the array would lose data: refused). */
+ * Returns 0, -EINVAL (bad slot), -EBUSY (the array would lose data: refused), or the
+ * callback's -errno (the failure could not be recorded: the array now refuses writes). */
 int rk_raid_fail_slot(struct rk_dev *raid, uint32_t slot);
 
 /* Geometry of a raid device (constant). */

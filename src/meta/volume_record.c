@@ -11,9 +11,11 @@
 
 #include "core/util.h"
 
-int vol_write_sbs(struct rk_volume *v, bool raw)
+/* vol_write_sbs, also counting the superblocks written (and flushed: meta_write_sb). */
+static int vol_write_sbs_n(struct rk_volume *v, bool raw, uint32_t *written)
 {
     int first = 0;
+    *written = 0;
     v->sb.utime = (uint64_t)time(NULL);
     for (uint32_t i = 0; i < v->sb.members; i++) {
         /* A member being rebuilt carries the array state too (and its rebuild checkpoint). */
@@ -29,9 +31,17 @@ int vol_write_sbs(struct rk_volume *v, bool raw)
                    strerror(-r));
             if (!first)
                 first = r;
+        } else {
+            (*written)++;
         }
     }
     return first;
+}
+
+int vol_write_sbs(struct rk_volume *v, bool raw)
+{
+    uint32_t written;
+    return vol_write_sbs_n(v, raw, &written);
 }
 
 bool vol_sync_bad(struct rk_volume *v)
@@ -96,12 +106,20 @@ void vol_load_bad(struct rk_volume *v)
     }
 }
 
-/* rk_raid_events.member_failed: persist the failure so a restart never trusts the member. */
-static void vol_member_failed(void *ctx, uint32_t slot, int error)
+/*
+ * rk_raid_events.member_failed: persist the failure so a restart never trusts the member. The
+ * raised event counter goes to every surviving member with a FUA write and a flush
+ * (meta_write_sb); the failed member's superblock is never written again (vol_write_sbs skips
+ * FAILED slots), so once one survivor holds the new counter, assembly classifies the failed
+ * member as stale (scan.c). Returns 0 when at least one survivor's superblock was written
+ * (a survivor whose write failed keeps the old counter and is stale too), -EIO when none was.
+ */
+static int vol_member_failed(void *ctx, uint32_t slot, int error)
 {
     struct rk_volume *v = ctx;
+    int ret = 0;
     if (slot >= v->sb.members)
-        return;
+        return 0;
     pthread_mutex_lock(&v->lock);
     if (v->sb.slots[slot].state != RK_SLOT_FAILED) {
         v->sb.slots[slot].state = RK_SLOT_FAILED;
@@ -110,10 +128,19 @@ static void vol_member_failed(void *ctx, uint32_t slot, int error)
                 v->paths[slot] ? v->paths[slot] : "(missing)", slot,
                 error ? strerror(error < 0 ? -error : error) : "on request", v->sb.events);
         vol_sync_bad(v); /* a failed slot's unreadable ranges no longer matter */
+        uint32_t written = 0;
+        /* A read-only volume takes no writes: nothing can depend on the record. */
         if (!v->read_only)
-            vol_write_sbs(v, false);
+            vol_write_sbs_n(v, false, &written);
+        if (!v->read_only && written == 0) {
+            rk_err("member %s (slot %" PRIu32 "): its failure (event %" PRIu64
+                   ") reached no superblock",
+                   v->paths[slot] ? v->paths[slot] : "(missing)", slot, v->sb.events);
+            ret = -EIO;
+        }
     }
     pthread_mutex_unlock(&v->lock);
+    return ret;
 }
 
 /* rk_raid_events.rebuild_checkpoint: [0, offset) of slot's data area is in sync and durable. */

@@ -19,19 +19,52 @@
  * in raid_int.h.
  */
 
-void raid_fail(struct raid_priv *r, uint32_t slot, int error)
+int raid_fail(struct raid_priv *r, uint32_t slot, int error)
 {
+    uint32_t bit = 1u << slot;
+    /* The pending bit is set before the state reads FAILED (both under rec_lock), so a
+     * request that routed around the slot always finds it in raid_fail_settle. */
+    pthread_mutex_lock(&r->rec_lock);
     int s = atomic_load(&r->state[slot]);
-    do {
-        if (s == RK_SLOT_FAILED || s == RK_SLOT_MISSING)
-            return;
-    } while (!atomic_compare_exchange_weak(&r->state[slot], &s, RK_SLOT_FAILED));
+    if (s == RK_SLOT_FAILED || s == RK_SLOT_MISSING) {
+        pthread_mutex_unlock(&r->rec_lock);
+        return 0;
+    }
+    /* Only this function moves a slot to FAILED, so the check above still holds; other
+     * transitions (REBUILDING -> ACTIVE) are overridden: the failure wins. */
+    atomic_fetch_or(&r->rec_pending, bit);
+    atomic_store(&r->state[slot], RK_SLOT_FAILED);
+    pthread_mutex_unlock(&r->rec_lock);
     if (error)
         rk_warn("raid: slot %u (%s) failed: %s", slot, r->members[slot]->name, strerror(-error));
     else
         rk_warn("raid: slot %u (%s) marked failed on request", slot, r->members[slot]->name);
-    if (r->ev.member_failed)
-        r->ev.member_failed(r->ev.ctx, slot, error);
+    /* Recording runs with whatever locks the failing request holds, but needs none of them:
+     * the other requests wait for it in raid_fail_settle, outside every lock. */
+    int rec = r->ev.member_failed ? r->ev.member_failed(r->ev.ctx, slot, error) : 0;
+    pthread_mutex_lock(&r->rec_lock);
+    if (rec && !atomic_load(&r->writes_stopped)) {
+        rk_err("raid: the failure of slot %u could not be recorded in any superblock (%s): "
+               "writes and flushes fail with EIO from now on",
+               slot, strerror(-rec));
+        atomic_store(&r->writes_stopped, true);
+    }
+    atomic_fetch_and(&r->rec_pending, ~bit); /* after writes_stopped: settle reads them so */
+    pthread_cond_broadcast(&r->rec_cond);
+    pthread_mutex_unlock(&r->rec_lock);
+    return rec;
+}
+
+int raid_fail_settle(struct raid_priv *r, int ret)
+{
+    uint32_t want = atomic_load(&r->rec_pending);
+    if (want) {
+        pthread_mutex_lock(&r->rec_lock);
+        while (atomic_load(&r->rec_pending) & want)
+            pthread_cond_wait(&r->rec_cond, &r->rec_lock);
+        pthread_mutex_unlock(&r->rec_lock);
+    }
+    return atomic_load(&r->writes_stopped) ? -EIO : ret;
 }
 
 static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
@@ -40,28 +73,40 @@ static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     return r->l.lvl->rw(r, RK_OP_READ, buf, len, off, 0);
 }
 
+/* Every request that changes data (write, write-zeroes, discard): refused once a failure could
+ * not be recorded, else the level's rw hook, completed by raid_fail_settle. */
+static int raid_rw_change(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                          uint32_t flags)
+{
+    if (atomic_load(&r->writes_stopped))
+        return -EIO;
+    return raid_fail_settle(r, r->l.lvl->rw(r, op, buf, len, off, flags));
+}
+
 static int raid_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
                       uint32_t flags)
 {
     /* Member writes only read the buffer; rk_io has one non-const pointer for both ways. */
     struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_WRITE, (char *)buf, len, off, flags);
+    return raid_rw_change(r, RK_OP_WRITE, (char *)buf, len, off, flags);
 }
 
 static int raid_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
     struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_DISCARD, NULL, len, off, 0);
+    return raid_rw_change(r, RK_OP_DISCARD, NULL, len, off, 0);
 }
 
 static int raid_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
     struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
+    return raid_rw_change(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
 }
 
 /* Flush every writable member in parallel; a member that cannot flush is failed like one that
- * cannot write, and the flush fails only when the remaining slots no longer hold all data. */
+ * cannot write, and the flush fails when the remaining slots no longer hold all data. A flush
+ * that skipped or lost a FAILED slot completes only once that failure is recorded
+ * (raid_fail_settle), and fails with -EIO when it could not be. */
 static int raid_flush(struct rk_dev *dev)
 {
     struct raid_priv *r = dev->priv;
@@ -71,6 +116,8 @@ static int raid_flush(struct rk_dev *dev)
     uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE), failed = 0;
     int n = 0;
 
+    if (atomic_load(&r->writes_stopped))
+        return -EIO;
     rk_io_batch_init(&batch);
     for (uint32_t i = 0; i < r->l.g.members; i++) {
         if (!(usable & (1u << i)))
@@ -87,7 +134,7 @@ static int raid_flush(struct rk_dev *dev)
         }
     }
     rk_io_batch_destroy(&batch);
-    return r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO;
+    return raid_fail_settle(r, r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO);
 }
 
 /* Free r and what it holds: stop a running job first, then the level's state (a no-op unless
@@ -100,6 +147,8 @@ static void raid_priv_free(struct raid_priv *r)
     raid_badtab_destroy(r);
     raid_rangelock_destroy(r);
     pthread_mutex_destroy(&r->fail_lock);
+    pthread_mutex_destroy(&r->rec_lock);
+    pthread_cond_destroy(&r->rec_cond);
     free(r);
 }
 
@@ -135,6 +184,8 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
     if (!r)
         return -ENOMEM;
     pthread_mutex_init(&r->fail_lock, NULL);
+    pthread_mutex_init(&r->rec_lock, NULL);
+    pthread_cond_init(&r->rec_cond, NULL);
     ret = raid_layout_init(&r->l, g);
     if (ret)
         goto out;
@@ -218,9 +269,7 @@ int rk_raid_fail_slot(struct rk_dev *raid, uint32_t slot)
     pthread_mutex_unlock(&r->fail_lock);
     if (refuse)
         return -EBUSY;
-    if (do_fail)
-        raid_fail(r, slot, 0);
-    return 0;
+    return do_fail ? raid_fail(r, slot, 0) : 0;
 }
 
 const struct rk_raid_geom *rk_raid_geometry(struct rk_dev *raid)

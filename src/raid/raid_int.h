@@ -125,7 +125,11 @@ struct raid_level {
  *   4. leaves, held briefly and never across I/O or a callback: r->fail_lock (serialises
  *      rk_raid_fail_slot's "would this lose data" check and slot replacement), rangelock->lock
  *      (the range list, the drain of unlocked writes), badtab->lock (bad-range appends,
- *      drops and listing).
+ *      drops and listing), r->rec_lock (the move to FAILED and the end of its recording).
+ *
+ * Waiting for a failure to be recorded (raid_fail_settle, on r->rec_cond) happens only at the
+ * end of a request, after the level's rw hook returned, so the waiter holds none of these;
+ * raid_fail itself never waits for another thread's recording.
  *
  * raid_fail's member_failed callback runs with no lock of this list held, except possibly a
  * range (a failed write or repair inside a job step or a locked write) and, on raid5/6, the
@@ -149,6 +153,12 @@ struct raid_priv {
     struct raid_rangelock *rl;              /* range lock (rangelock.h) */
     struct raid_badtab *bad;                /* recorded unreadable ranges (badrange.h) */
     struct raid_job *job;                   /* background job slot (job.h) */
+    /* Failure recording (raid_fail, raid_fail_settle): rec_lock is a leaf guarding the move to
+     * FAILED and the end of a recording; rec_cond is signalled when a recording ends. */
+    pthread_mutex_t rec_lock;
+    pthread_cond_t rec_cond;
+    _Atomic uint32_t rec_pending; /* FAILED slots whose member_failed has not returned yet */
+    _Atomic bool writes_stopped;  /* a failure could not be recorded: writes, flushes -EIO */
 };
 
 extern const struct raid_level raid_level_linear;
@@ -167,11 +177,26 @@ static inline struct raid_priv *raid_priv_of(struct rk_dev *dev)
     return dev && dev->ops == &raid_dev_ops ? dev->priv : NULL;
 }
 
-/* Move slot to FAILED after a member error (enum rk_slot_state); the thread that makes the
- * transition runs the member_failed callback, so it runs once per slot whichever path saw the
- * error first. error 0 means an administrator asked (rk_raid_fail_slot). Caller holds no
- * engine lock but may hold a range. Defined in engine.c, used by every level. */
-void raid_fail(struct raid_priv *r, uint32_t slot, int error);
+/*
+ * Move slot to FAILED after a member error (enum rk_slot_state); the thread that makes the
+ * transition runs the member_failed callback, so it runs once per transition whichever path saw
+ * the error first. error 0 means an administrator asked (rk_raid_fail_slot). Caller holds no
+ * engine lock but may hold a range (and a level's stripe lock). The slot is FAILED for routing
+ * at once and counts as "recording" (rec_pending) until the callback returns; it never waits
+ * for another thread's recording. Returns the callback's result when this call made the
+ * transition (0 = recorded; -errno = recorded nowhere: the array stops taking writes), else 0.
+ * Defined in engine.c, used by every level.
+ */
+int raid_fail(struct raid_priv *r, uint32_t slot, int error);
+
+/*
+ * The completion rule of every write, write-zeroes, discard and flush (engine.c): a request
+ * whose result ret may rest on a slot having FAILED (it skipped the slot, or lost it) must not
+ * complete before that failure is recorded. Waits, holding no lock, until every slot that was
+ * recording when called has finished, then returns ret, or -EIO when some failure could not be
+ * recorded (writes stopped). Lock-free when nothing is recording.
+ */
+int raid_fail_settle(struct raid_priv *r, int ret);
 
 /* The registry's table entry of a level, or NULL for an unknown level. */
 const struct raid_level *raid_level_get(int level);

@@ -6,9 +6,11 @@
 # one shared power cut (--debug-fault all:cut-after=RANDOM,keep=random,seed=S,on-cut=hang), run
 # the client (tests/lib/torture.py) until the cut is complete, SIGKILL the server, serve again without
 # faults, verify every block, scrub (0 mismatches wanted), then - levels with redundancy - fail
-# one member and verify again. Knobs (environment): TORTURE_SEED (first seed, default 1),
+# or remove one member and verify again. Knobs (environment): TORTURE_SEED (first seed, default 1),
 # TORTURE_CUTMAX (cut after 1..CUTMAX member writes, default 1500), TORTURE_OPS (client
 # operations at most, default 3000), TORTURE_FAIL (1: fail a member after the cut, default 1),
+# TORTURE_AFTER (what step 5 does to the member of slot seed mod members: fail, default, with
+# `raidkit fail --slot`; remove: restart without it; none, like TORTURE_FAIL=0),
 # TORTURE_QUIET (1: no per-cycle lines), TORTURE_ONCUT (hang, default: nothing is acknowledged
 # after the cut instant; fail: member I/O fails after the cut and the server keeps answering,
 # which tests what the engine acknowledges after member failures it could not record).
@@ -68,6 +70,20 @@ torture_bad()
     echo "$n"
 }
 
+# torture_remove LEVEL SLOT: the member of SLOT does not come back: SIGKILL the server (the
+# array stays dirty) and serve again without that member (--degraded; raid5/6 also --force, as
+# a dirty and degraded start of a level with a write hole needs it).
+torture_remove()
+{
+    local level=$1 slot=$2 i rest=() force=()
+    for i in "${!M[@]}"; do
+        [ "$i" = "$slot" ] || rest+=("${M[$i]}")
+    done
+    case $level in raid5 | raid6) force=(--force) ;; esac
+    torture_kill
+    rk_serve --degraded "${force[@]}" "${rest[@]}" 2>/dev/null
+}
+
 # torture_cycle LEVEL SEED: one cut and its checks; counts go to TC, failures to TC[fail_*].
 torture_cycle()
 {
@@ -109,13 +125,19 @@ torture_cycle()
     mm=$(echo "$out" | sed -n 's/^scrub finished: \([0-9]*\) mismatches.*/\1/p')
     TC[scrub_mismatches]=$((${TC[scrub_mismatches]:-0} + ${mm:-0}))
     [ "${mm:-0}" = 0 ] || TC[fail_scrub]=$((${TC[fail_scrub]:-0} + 1))
-    if [ "${TORTURE_FAIL:-1}" = 1 ] && [ "$level" != linear ] && [ "$level" != raid0 ]; then
+    local after=${TORTURE_AFTER:-fail}
+    [ "${TORTURE_FAIL:-1}" = 1 ] || after=none
+    if [ "$after" != none ] && [ "$level" != linear ] && [ "$level" != raid0 ]; then
         slot=$((seed % n))
-        "$RAIDKIT" fail --slot "$slot" --control "$CTL" >/dev/null 2>&1 || rk_fail "fail --slot $slot"
-        line=$("$RK_PY" "$TORTURE_PY" verify "$RK_URI" "$T/tstate.json" --label "$level/seed$seed/failed$slot" 2>>"$T/tverify.err")
+        if [ "$after" = remove ]; then
+            torture_remove "$level" "$slot"
+        else
+            "$RAIDKIT" fail --slot "$slot" --control "$CTL" >/dev/null 2>&1 || rk_fail "fail --slot $slot"
+        fi
+        line=$("$RK_PY" "$TORTURE_PY" verify "$RK_URI" "$T/tstate.json" --label "$level/seed$seed/${after%e}ed$slot" 2>>"$T/tverify.err")
         torture_add "failed_" "$line"
         [ "$(torture_bad "$line")" = 0 ] || TC[fail_verify_failed]=$((${TC[fail_verify_failed]:-0} + 1))
-        [ "${TORTURE_QUIET:-0}" = 1 ] || echo "  after fail --slot $slot: $line" >&2
+        [ "${TORTURE_QUIET:-0}" = 1 ] || echo "  after $after of slot $slot: $line" >&2
     fi
     rk_stop
     rm -f "${M[@]}"

@@ -495,11 +495,12 @@ struct failed_log {
     _Atomic uint32_t slots;
 };
 
-static void on_failed(void *ctx, uint32_t slot, int error)
+static int on_failed(void *ctx, uint32_t slot, int error)
 {
     struct failed_log *f = ctx;
     f->calls++;
     f->slots |= 1u << slot;
+    return 0;
 }
 
 /* An array whose members are bad wrappers (a.m[] are the wrappers). */

@@ -45,11 +45,12 @@ struct events {
     int last_error;
 };
 
-static void on_failed(void *ctx, uint32_t slot, int error)
+static int on_failed(void *ctx, uint32_t slot, int error)
 {
     struct events *e = ctx;
     e->calls[slot]++;
     e->last_error = error;
+    return 0;
 }
 
 struct fixture {
