@@ -24,6 +24,10 @@ struct rk_create_opts {
     /* Skip the initial zeroing of the data areas (levels with redundancy): the caller promises
      * the members already agree (mirrors equal, parity valid). docs/CLI.md "create". */
     bool assume_clean;
+    /* Write-intent bitmap (docs/FORMAT.md "Write-intent bitmap"; levels with redundancy):
+     * no_bitmap = none; bitmap_region = data bytes per bit, 0 = chosen from the member size. */
+    bool no_bitmap;
+    uint64_t bitmap_region;
 };
 
 /*

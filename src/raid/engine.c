@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "raid/raid_int.h"
 #include "raid/badrange.h"
+#include "raid/bitmap.h"
 #include "raid/job.h"
 #include "raid/rangelock.h"
 
@@ -40,24 +41,35 @@ static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     return r->l.lvl->rw(r, RK_OP_READ, buf, len, off, 0);
 }
 
+/* Every request that changes member data: the write-intent bitmap's bits for the regions it
+ * touches are durable before the level sends anything to a member (bitmap.h). */
+static int raid_modify(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                       uint32_t flags)
+{
+    struct raid_bm_hold h;
+    int ret = raid_bitmap_begin(r, off, len, &h);
+    if (ret)
+        return ret;
+    ret = r->l.lvl->rw(r, op, buf, len, off, flags);
+    raid_bitmap_end(r, &h);
+    return ret;
+}
+
 static int raid_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
                       uint32_t flags)
 {
     /* Member writes only read the buffer; rk_io has one non-const pointer for both ways. */
-    struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_WRITE, (char *)buf, len, off, flags);
+    return raid_modify(dev->priv, RK_OP_WRITE, (char *)buf, len, off, flags);
 }
 
 static int raid_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
-    struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_DISCARD, NULL, len, off, 0);
+    return raid_modify(dev->priv, RK_OP_DISCARD, NULL, len, off, 0);
 }
 
 static int raid_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
-    struct raid_priv *r = dev->priv;
-    return r->l.lvl->rw(r, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
+    return raid_modify(dev->priv, RK_OP_WRITE_ZEROES, NULL, len, off, flags);
 }
 
 /* Flush every writable member in parallel; a member that cannot flush is failed like one that
@@ -95,6 +107,7 @@ static int raid_flush(struct rk_dev *dev)
 static void raid_priv_free(struct raid_priv *r)
 {
     raid_job_destroy(r);
+    raid_bitmap_destroy(r);
     if (r->l.lvl && r->l.lvl->close)
         r->l.lvl->close(r);
     raid_badtab_destroy(r);
