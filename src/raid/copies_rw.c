@@ -68,8 +68,7 @@ static int raid_pick(struct raid_priv *r, const struct raid_round *rd,
      * in slot order), so two reads never disagree. */
     if (raid_bitmap_resyncing(r) && raid_copies_unsynced(r, c, n, len)) {
         for (int i = 0; i < n; i++)
-            if ((usable & (1u << c[i].slot)) &&
-                !raid_bad_hit(r, c[i].slot, c[i].member_off, len) &&
+            if ((usable & (1u << c[i].slot)) && !raid_bad_hit(r, c[i].slot, c[i].member_off, len) &&
                 (best < 0 || c[i].slot < c[best].slot))
                 best = i;
         return best;

@@ -87,8 +87,7 @@ void raid_range_unlock(struct raid_priv *r, struct raid_range *node)
 
 /* Levels that rebuild place array data at non-decreasing member offsets (raid_level.map), so
  * the first byte's lowest copy and the last byte's highest copy bound the span. */
-void raid_member_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo,
-                      uint64_t *hi)
+void raid_member_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
 {
     const struct raid_layout *l = &r->l;
     struct rk_raid_extent c[RK_MAX_MEMBERS];
