@@ -17,7 +17,7 @@
 
 static const char *ctl_job_kind(int k)
 {
-    return k == RK_JOB_REBUILD   ? "rebuild"
+    return k == RK_JOB_REBUILD  ? "rebuild"
            : k == RK_JOB_SCRUB  ? "scrub"
            : k == RK_JOB_RESYNC ? "resync"
                                 : "none";

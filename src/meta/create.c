@@ -338,8 +338,9 @@ static int create_write_bitmap(const struct create_member *c, const struct rk_sb
     memcpy(h.uuid, sb->array_uuid, RK_UUID_LEN);
     rk_bm_encode(&h, area, sb->bitmap_size);
     int r = 0, fd = open(c->path, O_RDWR | O_CLOEXEC);
-    if (fd < 0 || pwrite(fd, area, (size_t)sb->bitmap_size, (off_t)sb->bitmap_offset) !=
-                      (ssize_t)sb->bitmap_size ||
+    if (fd < 0 ||
+        pwrite(fd, area, (size_t)sb->bitmap_size, (off_t)sb->bitmap_offset) !=
+            (ssize_t)sb->bitmap_size ||
         fsync(fd) < 0) {
         r = errno ? -errno : -EIO;
         rk_set_err(err, errlen, "member %s: cannot write the write-intent bitmap: %s", c->path,

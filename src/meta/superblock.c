@@ -167,9 +167,8 @@ static int sb_check_resync(const struct rk_sb *sb, char *err, size_t errlen)
         return -EINVAL;
     }
     uint64_t rg = sb->bitmap_region;
-    if (!sb->bitmap_offset != !rg ||
-        (rg && (rg < 64 * 1024 || (rg & (rg - 1)) || rg < sb->chunk ||
-                sb->bitmap_offset + sb->bitmap_size > 512 * 1024))) {
+    if (!sb->bitmap_offset != !rg || (rg && (rg < 64 * 1024 || (rg & (rg - 1)) || rg < sb->chunk ||
+                                             sb->bitmap_offset + sb->bitmap_size > 512 * 1024))) {
         rk_set_err(err, errlen,
                    "write-intent bitmap region %" PRIu64 " (area at %" PRIu64 ", %" PRIu64
                    " bytes) is not a power of two >= 64 KiB and the chunk inside 512 KiB",

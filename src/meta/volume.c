@@ -233,8 +233,7 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
     /* A crash may have left parity out of date; without the member, that block cannot be
      * recomputed (write hole), so a dirty degraded parity array needs --force. */
     bool unsynced = v->sb.dirty == RK_SB_DIRTY || (v->sb.resync_flags & RK_SB_RESYNC_PENDING);
-    if (unsynced && a->nout > 0 && !a->o->force &&
-        rk_level_write_hole(v->sb.level)) {
+    if (unsynced && a->nout > 0 && !a->o->force && rk_level_write_hole(v->sb.level)) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",

@@ -32,9 +32,9 @@
 #define BM_SET 0x80000000u /* state word: the region's bit is durable on disk */
 
 /* unsynced[] values */
-#define BM_SYNCED    0u
-#define BM_UNSYNCED  1u /* a resync must still reach the region */
-#define BM_PINNED    2u /* unsynced, and its on-disk bit is pinned (counted in state) */
+#define BM_SYNCED   0u
+#define BM_UNSYNCED 1u /* a resync must still reach the region */
+#define BM_PINNED   2u /* unsynced, and its on-disk bit is pinned (counted in state) */
 
 struct raid_bitmap {
     uint64_t region;   /* member data-area bytes per region (power of two, >= chunk) */

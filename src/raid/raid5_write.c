@@ -57,7 +57,8 @@ static int r5w_plan(struct r5_req *q, const struct r5_geo *g, const struct r5_ww
         int rmw_reads = __builtin_popcount(rmw_want), rcw_reads = __builtin_popcount(pl->need);
         /* Parity a resync has not reached yet was never valid: update it from the data
          * (reconstruct-write), never read-modify-write against it (bitmap.h). */
-        if (rmw_ok && (!rcw_ok || (rmw_reads <= rcw_reads && !raid_bitmap_unsynced(r, moff, len)))) {
+        if (rmw_ok &&
+            (!rcw_ok || (rmw_reads <= rcw_reads && !raid_bitmap_unsynced(r, moff, len)))) {
             pl->mode = R5_RMW;
             want = rmw_want;
         } else if (rcw_ok) {
