@@ -40,6 +40,16 @@ struct rk_create_opts {
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen);
 
+/*
+ * Add an internal write-intent bitmap to an array created without one (offline: assembles the
+ * members given, writes the empty bitmap area to every active member, then the superblocks
+ * naming it, then closes clean). region = data bytes per bit, 0 = the default for the member
+ * size. Returns 0, or -errno with err: -EEXIST (already has one), -EOPNOTSUPP (no redundancy),
+ * -EBUSY (not in sync: a resync is pending), -EINVAL (bad region), or rk_volume_open's errors.
+ */
+int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err,
+                         size_t errlen);
+
 struct rk_emul_params;
 
 /* Options of rk_volume_open. */

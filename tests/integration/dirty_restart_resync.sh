@@ -20,14 +20,15 @@ crash_after_write()
     torture_kill
 }
 
-# resync_bytes: serve, wait for the resync; print "BYTES FULL".
+# resync_bytes: serve, wait for the resync, check the stamp, stop; sets BYTES and FULL.
 resync_bytes()
 {
     rk_serve --control "$CTL" "${M[@]}"
     mg_wait_job 60
     [ "$(mg_q "s['job']['kind']")/$(mg_q "s['job']['state']")" = resync/done ] ||
         rk_fail "no resync ran after the crash: $(cat "$T/st.json")"
-    echo "$(mg_q "s['job']['resynced_bytes']") $(mg_q "s['job']['full']")"
+    BYTES=$(mg_q "s['job']['resynced_bytes']")
+    FULL=$(mg_q "s['job']['full']")
     rk_verify $((5 * MiB)) 4096 1
     rk_stop
 }
@@ -37,9 +38,9 @@ rk_log "=== raid1 with the bitmap: one region resynced"
 rk_members 2 33M
 rk_create --level raid1 "${M[@]}"
 crash_after_write
-read -r bytes full < <(resync_bytes)
-region=$(rk_info_json "${M[0]}" | "$RK_PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("bitmap_region") or d["array"].get("bitmap_region", 0))' 2>/dev/null || echo 65536)
-rk_log "bitmap: resynced $bytes bytes (full=$full) of $DATA, region $region"
+resync_bytes
+bytes=$BYTES full=$FULL
+rk_log "bitmap: resynced $bytes bytes (full=$full) of $DATA"
 [ "$full" = False ] || rk_fail "bitmap array ran a full resync"
 [ "$bytes" -gt 0 ] && [ "$bytes" -le $((2 * 65536)) ] ||
     rk_fail "bitmap array resynced $bytes bytes for one 4 KiB write (want one 64 KiB region)"
@@ -48,10 +49,22 @@ rk_log "=== raid1 with --bitmap none: everything resynced"
 rk_members 2 33M
 rk_create --level raid1 --bitmap none "${M[@]}"
 crash_after_write
-read -r nbytes nfull < <(resync_bytes)
+resync_bytes
+nbytes=$BYTES nfull=$FULL
 rk_log "no bitmap: resynced $nbytes bytes (full=$nfull)"
 [ "$nfull" = True ] && [ "$nbytes" -ge "$DATA" ] || rk_fail "--bitmap none should resync all $DATA bytes, did $nbytes"
 [ $((bytes * 100)) -lt "$nbytes" ] || rk_fail "1 dirty region ($bytes) is not << the whole array ($nbytes)"
+grep -q "no write-intent bitmap" "$T/serve.$((RK_NSERVE - 1)).log" || rk_fail "no warning about the missing bitmap: $(cat "$RK_LOG")"
+
+rk_log "=== bitmap --add on that array: the next crash resyncs one region"
+out=$("$RAIDKIT" bitmap --add "${M[@]}" 2>&1) || rk_fail "bitmap --add: $out"
+out=$("$RAIDKIT" bitmap --add "${M[@]}" 2>&1) && rk_fail "a second bitmap --add should be refused"
+echo "$out" | grep -q "already has" || rk_fail "second bitmap --add: $out"
+crash_after_write
+resync_bytes
+abytes=$BYTES afull=$FULL
+[ "$afull" = False ] && [ "$abytes" -le $((2 * 65536)) ] ||
+    rk_fail "after bitmap --add a crash resynced $abytes bytes (full=$afull)"
 
 rk_log "=== idle regions are cleared: a crash after a quiet period resyncs nothing"
 rk_members 2 33M
@@ -68,7 +81,8 @@ for _ in $(seq 50); do
 done
 [ "$(mg_q "s['bitmap']['set']")" = 0 ] || rk_fail "the idle region's bit was never cleared: $(cat "$T/st.json")"
 torture_kill
-read -r qbytes _ < <(resync_bytes)
+resync_bytes
+qbytes=$BYTES
 [ "$qbytes" = 0 ] || rk_fail "after the bit was cleared a crash still resynced $qbytes bytes"
 unset RAIDKIT_BITMAP_IDLE_MS
 echo "PASS: dirty restart resyncs only marked regions ($bytes bytes vs $nbytes without a bitmap)"
