@@ -14,10 +14,9 @@
 #define BM_TICK_MS_DEFAULT 1000u
 #define BM_IDLE_MS_DEFAULT 5000u
 
-/* Write the area image to every writable member (FUA when fua: bits were set, which must be
- * durable before the write that needs them). A member that fails is failed; -EIO when the
- * slots left no longer hold all data. Caller holds bm->lock. */
-static int bm_write_area(struct raid_priv *r, bool fua)
+/* Write buf (an encoded area) FUA to every writable member. A member that fails is failed;
+ * -EIO when the slots left no longer hold all data. Called by the one writer of bm_sync. */
+static int bm_write_area(struct raid_priv *r, const uint8_t *buf)
 {
     struct raid_bitmap *bm = r->bm;
     struct rk_io io[RK_MAX_MEMBERS];
@@ -25,14 +24,12 @@ static int bm_write_area(struct raid_priv *r, bool fua)
     struct rk_io_batch batch;
     uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE), failed = 0;
     int n = 0;
-    bm->hdr.events++;
-    rk_bm_encode(&bm->hdr, bm->area, bm->area_size);
     rk_io_batch_init(&batch);
     for (uint32_t i = 0; i < r->l.g.members; i++) {
         if (!(usable & (1u << i)))
             continue;
-        rk_io_init(&io[n], r->members[i], RK_OP_WRITE, bm->area, bm->area_size, bm->area_off,
-                   fua ? RK_WRITE_FUA : 0);
+        rk_io_init(&io[n], r->members[i], RK_OP_WRITE, (void *)buf, bm->area_size, bm->area_off,
+                   RK_WRITE_FUA);
         slot[n++] = i;
     }
     if (rk_io_run(&batch, io, n)) {
@@ -45,6 +42,38 @@ static int bm_write_area(struct raid_priv *r, bool fua)
     }
     rk_io_batch_destroy(&batch);
     return r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO;
+}
+
+/*
+ * Make the image as of now durable on the members: returns once an area write that started
+ * after this call was made (so it holds every bit set before) completed, with its result. One
+ * write runs at a time, without bm->lock (it encodes a copy of the image first); the callers
+ * that queue meanwhile share the next write, so a burst of first writes into many regions costs
+ * two area writes, not one each. Caller holds bm->lock (released while waiting or writing).
+ */
+static int bm_sync(struct raid_priv *r)
+{
+    struct raid_bitmap *bm = r->bm;
+    uint64_t my = ++bm->gen_want;
+    while (bm->gen_done < my) {
+        if (bm->writing) {
+            pthread_cond_wait(&bm->wcond, &bm->lock);
+            continue;
+        }
+        bm->writing = true;
+        uint64_t g = bm->gen_want;
+        bm->hdr.events++;
+        memcpy(bm->wbuf, bm->area, (size_t)bm->area_size);
+        rk_bm_encode(&bm->hdr, bm->wbuf, bm->area_size);
+        pthread_mutex_unlock(&bm->lock);
+        int err = bm_write_area(r, bm->wbuf);
+        pthread_mutex_lock(&bm->lock);
+        bm->writing = false;
+        bm->gen_done = g;
+        bm->gen_err = err;
+        pthread_cond_broadcast(&bm->wcond);
+    }
+    return bm->gen_err;
 }
 
 static void bm_bit(struct raid_bitmap *bm, uint64_t i, bool on)
@@ -66,10 +95,9 @@ static int bm_get(struct raid_priv *r, uint64_t i)
     v = atomic_fetch_add(&bm->state[i], 1);
     int ret = 0;
     if (!(v & BM_SET)) {
-        bm_bit(bm, i, true);
-        ret = bm_write_area(r, true);
+        bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
+        ret = bm_sync(r);
         if (ret) {
-            bm_bit(bm, i, false);
             atomic_fetch_sub(&bm->state[i], 1);
         } else {
             atomic_fetch_or(&bm->state[i], BM_SET);
@@ -162,8 +190,7 @@ static bool bm_flush_members(struct raid_priv *r)
 /* One cleaner pass: regions with their bit set, nothing in flight and no write for the idle
  * time are candidates; after a flush of the members, each candidate still untouched since the
  * scan (its state word still exactly BM_SET, its last tick old) loses its bit, and the area is
- * rewritten (not FUA: a lost clear only costs a resync of a clean region). all: every idle
- * region, whatever its age (close). */
+ * rewritten. all: every idle region, whatever its age (close). */
 static void bm_clean(struct raid_priv *r, bool all)
 {
     struct raid_bitmap *bm = r->bm;
@@ -190,7 +217,7 @@ static void bm_clean(struct raid_priv *r, bool all)
         changed = true;
     }
     if (changed) {
-        bm_write_area(r, all);
+        bm_sync(r);
         atomic_fetch_add(&bm->clears, 1);
     }
     pthread_mutex_unlock(&bm->lock);
@@ -223,8 +250,10 @@ static void bm_free(struct raid_bitmap *bm)
     if (!bm)
         return;
     pthread_cond_destroy(&bm->cond);
+    pthread_cond_destroy(&bm->wcond);
     pthread_mutex_destroy(&bm->lock);
     free(bm->area);
+    free(bm->wbuf);
     free((void *)bm->state);
     free((void *)bm->last);
     free((void *)bm->unsynced);
@@ -258,11 +287,11 @@ static int bm_alloc(struct raid_bitmap *bm)
     bm->unsynced = calloc(n, sizeof(*bm->unsynced));
     bm->cand = calloc(n, sizeof(*bm->cand));
     if (bm->area_off) {
-        bm->area = rk_buf_alloc((size_t)bm->area_size);
-        if (bm->area)
-            memset(bm->area, 0, (size_t)bm->area_size);
+        bm->area = calloc(1, (size_t)bm->area_size);
+        bm->wbuf = rk_buf_alloc((size_t)bm->area_size);
     }
-    return bm->state && bm->last && bm->unsynced && bm->cand && (bm->area || !bm->area_off)
+    return bm->state && bm->last && bm->unsynced && bm->cand &&
+                   ((bm->area && bm->wbuf) || !bm->area_off)
                ? 0
                : -ENOMEM;
 }
@@ -310,6 +339,7 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&bm->lock, NULL);
     pthread_cond_init(&bm->cond, &ca);
+    pthread_cond_init(&bm->wcond, NULL);
     pthread_condattr_destroy(&ca);
     bm->region = region;
     bm->nregions = (maxd + region - 1) / region;

@@ -7,7 +7,8 @@
  * writes (and resync pins) in flight in it. A foreground write, discard or write-zeroes
  * (engine.c) counts itself in every region it touches before it reaches the level
  * (raid_bitmap_begin): an already-set region costs one compare-and-swap; otherwise the region's
- * bit is written FUA to every writable member first, under bm->lock. A cleaner thread clears
+ * bit is written FUA to every writable member first (bm_sync: one area write at a time, shared
+ * by every writer that queued meanwhile). A cleaner thread clears
  * a region's bit once nothing ran in it for the idle time and a flush of the members completed
  * after its last write.
  *
@@ -16,7 +17,8 @@
  * resync copies from, so two reads never disagree.
  *
  * Lock order (raid_int.h): bm->lock is taken by a writer before its range lock and never while
- * holding one; the cleaner holds it across member I/O and may call raid_fail. Nothing else.
+ * holding one; nobody holds it across member I/O (the area write drops it); the area writer
+ * may call raid_fail. Nothing else.
  */
 #ifndef RK_RAID_BITMAP_H
 #define RK_RAID_BITMAP_H
@@ -43,7 +45,13 @@ struct raid_bitmap {
     uint64_t area_size;
     pthread_mutex_t lock; /* area image and area writes; the cleaner's wait */
     pthread_cond_t cond;  /* CLOCK_MONOTONIC: wakes the cleaner early (stop) */
-    uint8_t *area;        /* the image written to the members (header + bits) */
+    uint8_t *area;        /* the image of the bits (header encoded into wbuf per write) */
+    uint8_t *wbuf;        /* aligned copy being written (bm_sync's one writer) */
+    pthread_cond_t wcond; /* an area write ended */
+    uint64_t gen_want;    /* image changes asked to be durable */
+    uint64_t gen_done;    /* ... made durable by the last completed area write */
+    int gen_err;          /* result of that write */
+    bool writing;         /* an area write runs (bm->lock released meanwhile) */
     struct rk_bm_hdr hdr;
     _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
     _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */

@@ -114,9 +114,9 @@ struct raid_level {
  * Lock order of a raid device (outer first: a thread holding one may take a later one, never
  * wait for an earlier one):
  *
- *   0. the write-intent bitmap's lock (bitmap.h): a write that must set a region's bit holds
- *      it across the FUA writes of the bitmap area, before it takes any range; the cleaner
- *      holds it across member I/O. Never taken while holding anything below.
+ *   0. the write-intent bitmap's lock (bitmap.h): a write that must set a region's bit takes
+ *      it (and waits for the FUA area write, which runs without it) before it takes any
+ *      range. Never taken while holding anything below.
  *   1. a member data-area range (rangelock.h): held across member I/O by a job step, and by a
  *      foreground write while a job runs; nobody waits for a second range while holding one.
  *   2. a level's own locks and buffers (r->level_priv: raid5/6 stripe locks, buffer pool): a
