@@ -176,8 +176,7 @@ void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from)
     atomic_store(&bm->resync_pending, 1);
 }
 
-/* Flush every writable member; false when one failed (then nothing is cleared). */
-static bool bm_flush_members(struct raid_priv *r)
+bool raid_flush_writable(struct raid_priv *r)
 {
     uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);
     bool ok = true;
@@ -199,7 +198,7 @@ static void bm_clean(struct raid_priv *r, bool all)
         if (atomic_load(&bm->state[i]) == BM_SET &&
             (all || now - atomic_load(&bm->last[i]) >= bm->idle_ticks))
             bm->cand[n++] = (uint32_t)i;
-    if (!n || !bm_flush_members(r))
+    if (!n || !raid_flush_writable(r))
         return;
     pthread_mutex_lock(&bm->lock);
     bool changed = false;

@@ -97,6 +97,9 @@ void raid_bitmap_synced(struct raid_priv *r, uint64_t i);
 /* Mark every region that ends after member offset from unsynced (a full resync). */
 void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from);
 
+/* Flush every writable (ACTIVE or REBUILDING) member; false when one flush failed. */
+bool raid_flush_writable(struct raid_priv *r);
+
 /* Engine close: stop the cleaner; after a final flush clear every idle unpinned bit on the
  * members (a clean stop leaves only what a resync still needs), free r->bm. NULL-safe. */
 void raid_bitmap_destroy(struct raid_priv *r);

@@ -75,11 +75,7 @@ static int resync_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t le
 static void resync_checkpoint(struct raid_priv *r, void *ctx, uint64_t pos)
 {
     (void)ctx;
-    uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);
-    for (uint32_t i = 0; i < r->l.g.members; i++)
-        if ((usable & (1u << i)) && rk_dev_flush(r->members[i]))
-            return;
-    if (r->ev.resync_checkpoint)
+    if (raid_flush_writable(r) && r->ev.resync_checkpoint)
         r->ev.resync_checkpoint(r->ev.ctx, pos);
 }
 
@@ -87,13 +83,8 @@ static int resync_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
 {
     struct resync_ctx *c = ctx;
     (void)pos;
-    if (!err) {
-        /* Durable before "no resync needed" is recorded. */
-        uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);
-        for (uint32_t i = 0; i < r->l.g.members && !err; i++)
-            if ((usable & (1u << i)) && rk_dev_flush(r->members[i]))
-                err = -EIO;
-    }
+    if (!err && !raid_flush_writable(r))
+        err = -EIO; /* durable before "no resync needed" is recorded */
     if (!err) {
         atomic_store(&r->bm->resync_pending, 0);
         rk_info("resync finished: %" PRIu64 " bytes per member resynced, %" PRIu64
