@@ -238,7 +238,8 @@ struct rk_raid_bitmap_opts {
 
 /* Attach the bitmap to an open raid device before any request (call once). Reads nothing: the
  * caller decoded the members' areas. The area is first written when a bit changes.
- * Returns 0, -EINVAL (not a raid device, already attached, bad region or area size), -ENOMEM. */
+ * Returns 0, -EINVAL (not a raid device, already attached, bad region or area size),
+ * -EOPNOTSUPP (a level without redundancy), -ENOMEM. */
 int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts *o);
 
 /* What the bitmap holds now (status, tests). */

@@ -157,12 +157,13 @@ static void vol_resync_done(void *ctx, int result)
     if (result)
         return;
     pthread_mutex_lock(&v->lock);
+    /* Like a rebuild checkpoint, no event: a member that missed this write still says
+     * PENDING with the same event, and taking its copy costs only a needless resync. */
     v->sb.resync_flags = 0;
     v->sb.resync_offset = 0;
-    v->sb.events++;
     vol_write_sbs(v, false);
     pthread_mutex_unlock(&v->lock);
-    rk_info("array in sync: resync recorded complete (event %" PRIu64 ")", v->sb.events);
+    rk_info("array in sync: resync recorded complete");
 }
 
 void vol_resync_events(struct rk_raid_events *ev)

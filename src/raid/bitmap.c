@@ -326,6 +326,8 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     struct raid_priv *r = raid_priv_of(raid);
     if (!r || !o || r->bm)
         return -EINVAL;
+    if (!r->l.lvl->reconstruct)
+        return -EOPNOTSUPP; /* nothing to resync: raid_member_span needs a rebuildable layout */
     uint64_t maxd = bm_max_data(r);
     uint64_t region = o->region ? o->region : rk_bm_default_region(maxd, r->l.g.chunk);
     if (region < r->l.g.chunk || (region & (region - 1)))
