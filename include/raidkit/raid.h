@@ -124,6 +124,13 @@ struct rk_raid_events {
      * -errno (stopped: -EINTR after a final checkpoint; failed: the slot stays REBUILDING or
      * FAILED). Called once per rebuild from the rebuild thread. */
     void (*rebuild_done)(void *ctx, uint32_t slot, int result);
+    /* Resync (rk_raid_resync_start) reached member data offset: everything below is in sync and
+     * flushed on the members; persist it so that a restart after a clean stop resumes there.
+     * From the resync thread, outside engine locks; may block on I/O. NULL = not persisted. */
+    void (*resync_checkpoint)(void *ctx, uint64_t offset);
+    /* Resync ended: 0 = every marked region is in sync (persist "no resync needed"), else
+     * -errno (-EINTR: stopped after a final checkpoint). Once per resync, from its thread. */
+    void (*resync_done)(void *ctx, int result);
 };
 
 /*
@@ -196,7 +203,7 @@ int rk_raid_job_wait(struct rk_dev *raid);
 /* Ask the current job to stop (a rebuild checkpoints first) and wait for it. */
 void rk_raid_job_stop(struct rk_dev *raid);
 
-enum rk_raid_job_kind { RK_JOB_NONE = 0, RK_JOB_REBUILD, RK_JOB_SCRUB };
+enum rk_raid_job_kind { RK_JOB_NONE = 0, RK_JOB_REBUILD, RK_JOB_SCRUB, RK_JOB_RESYNC };
 enum rk_raid_job_state { RK_JOB_IDLE = 0, RK_JOB_RUNNING, RK_JOB_DONE, RK_JOB_FAILED };
 
 /* Progress of the current (or last) job and the result of the last finished scrub. */
@@ -218,7 +225,62 @@ struct rk_raid_progress {
     bool scrubbed;       /* a scrub has finished since open: last_* are valid */
     uint64_t last_mismatches, last_repaired, last_errors;
     int64_t last_finished; /* unix time of the last scrub's end */
+    uint64_t resynced;     /* resync: member data-area bytes resynced (per member) so far */
+    bool full;             /* resync: every region (no bitmap to say which), not just marked ones */
 };
+
+/*
+ * Write-intent bitmap (src/raid/bitmap.c; area format docs/FORMAT.md "Write-intent bitmap"):
+ * one bit per region of region bytes of the member data areas, in an area at area_offset of
+ * every member. Before any write, discard or write-zeroes reaches a member, the bits of the
+ * regions it touches (on any slot, parity included) are durable on every writable member (FUA
+ * writes of the area); a bit is cleared once its region was idle for idle_ms and a flush of the
+ * members completed after its last write. Without an area (area_offset 0) only the resync
+ * bookkeeping below exists.
+ */
+struct rk_raid_bitmap_opts {
+    uint64_t area_offset; /* member byte offset of the area; 0 = no on-disk bitmap */
+    uint64_t area_size;   /* area bytes (>= rk_bm_area_size of the region count) */
+    uint64_t region;      /* data-area bytes per bit (power of two >= chunk); 0 = default */
+    uint64_t events;      /* the area's event counter so far (raised on every area write) */
+    uint8_t uuid[16];     /* array UUID, stored in the area header */
+    /* Regions to resync (bit i = byte i/8, bit i%8): their bits stay set on disk until a
+     * resync (rk_raid_resync_start with full false) reaches them. NULL = none. */
+    const uint8_t *bits;
+    uint32_t idle_ms; /* idle time before a bit is cleared; 0 = 5000 */
+};
+
+/* Attach the bitmap to an open raid device before any request (call once). Reads nothing: the
+ * caller decoded the members' areas. The area is first written when a bit changes.
+ * Returns 0, -EINVAL (not a raid device, already attached, bad region or area size),
+ * -EOPNOTSUPP (a level without redundancy), -ENOMEM. */
+int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts *o);
+
+/* What the bitmap holds now (status, tests). */
+struct rk_raid_bitmap_stats {
+    bool on_disk;         /* an area on the members (false: none, or not attached) */
+    uint64_t region;      /* bytes per region (0: not attached) */
+    uint64_t nregions;    /* regions */
+    uint64_t set;         /* regions whose bit is set on disk */
+    uint64_t unsynced;    /* regions a resync has still to reach */
+    uint64_t area_sets;   /* area writes that set a bit since attach */
+    uint64_t area_clears; /* area writes that cleared bits since attach */
+};
+
+/* Fill *s (all zero without a bitmap). Returns 0 or -EINVAL. */
+int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s);
+
+/*
+ * Start a resync (job kind RK_JOB_RESYNC) in a background thread at rate bytes/s (0 =
+ * unlimited): full = every region from member data offset from (rounded down to the region),
+ * else the regions the attached bitmap named (rk_raid_bitmap_opts.bits). Each region goes
+ * through the level's scrub hook with repair under the range lock: copy levels copy the first
+ * live copy (slot order) over the others, parity levels recompute parity from the data. Until
+ * a region is done, copy levels read it from that same first live copy. Checkpoints and the end
+ * are reported through resync_checkpoint / resync_done.
+ * Returns 0, -EINVAL (no bitmap attached), -EOPNOTSUPP (no redundancy), -EBUSY, -ENOMEM.
+ */
+int rk_raid_resync_start(struct rk_dev *raid, bool full, uint64_t from, uint64_t rate);
 
 /* Fill *p. Returns 0 or -EINVAL (not a raid device). */
 int rk_raid_progress(struct rk_dev *raid, struct rk_raid_progress *p);

@@ -24,6 +24,10 @@ struct rk_create_opts {
     /* Skip the initial zeroing of the data areas (levels with redundancy): the caller promises
      * the members already agree (mirrors equal, parity valid). docs/CLI.md "create". */
     bool assume_clean;
+    /* Write-intent bitmap (docs/FORMAT.md "Write-intent bitmap"; levels with redundancy):
+     * no_bitmap = none; bitmap_region = data bytes per bit, 0 = chosen from the member size. */
+    bool no_bitmap;
+    uint64_t bitmap_region;
 };
 
 /*
@@ -35,6 +39,16 @@ struct rk_create_opts {
  */
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen);
+
+/*
+ * Add an internal write-intent bitmap to an array created without one (offline: assembles the
+ * members given, writes the empty bitmap area to every active member, then the superblocks
+ * naming it, then closes clean). region = data bytes per bit, 0 = the default for the member
+ * size. Returns 0, or -errno with err: -EEXIST (already has one), -EOPNOTSUPP (no redundancy),
+ * -EBUSY (not in sync: a resync is pending), -EINVAL (bad region), or rk_volume_open's errors.
+ */
+int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err,
+                         size_t errlen);
 
 struct rk_emul_params;
 

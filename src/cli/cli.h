@@ -9,6 +9,7 @@
 
 int cli_create(int argc, char **argv);
 int cli_info(int argc, char **argv);
+int cli_bitmap(int argc, char **argv);
 int cli_serve(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_status(int argc, char **argv);

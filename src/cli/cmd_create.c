@@ -13,7 +13,8 @@
 
 static const char create_usage[] =
     "Usage: raidkit create --level LEVEL [--chunk SIZE] [--name NAME] [--size SIZE] [--force]\n"
-    "                      [--assume-clean] MEMBER...\n"
+    "                      [--assume-clean] [--bitmap internal|none] [--bitmap-region SIZE]\n"
+    "                      MEMBER...\n"
     "\n"
     "Write a raidkit superblock to every MEMBER (in slot order) and build a new array.\n"
     "\n"
@@ -25,6 +26,12 @@ static const char create_usage[] =
     "      --assume-clean don't zero the data areas (raid1/10/5/6): you promise the members\n"
     "                     already agree (mirrors equal, parity valid); else scrub and degraded "
     "reads fail\n"
+    "      --bitmap internal|none\n"
+    "                     write-intent bitmap in every member's metadata area (default\n"
+    "                     internal, raid1/10/5/6): after a crash only marked regions resync\n"
+    "      --bitmap-region SIZE\n"
+    "                     data bytes per bitmap bit, a power of two >= 64K and >= the chunk\n"
+    "                     (default: the smallest that fits one 4 KiB bitmap block)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Members need at least 1 MiB (superblock and metadata area) plus one chunk. Every argument\n"
@@ -41,6 +48,8 @@ int cli_create(int argc, char **argv)
         {"size", required_argument, NULL, 's'},
         {"force", no_argument, NULL, 'f'},
         {"assume-clean", no_argument, NULL, 'A'}, /* long option only */
+        {"bitmap", required_argument, NULL, 'B'},
+        {"bitmap-region", required_argument, NULL, 'R'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -90,6 +99,20 @@ int cli_create(int argc, char **argv)
             break;
         case 'A':
             o.assume_clean = true;
+            break;
+        case 'B':
+            if (strcmp(optarg, "internal") && strcmp(optarg, "none")) {
+                fprintf(stderr, "raidkit create: bad --bitmap '%s' (internal or none)\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.no_bitmap = !strcmp(optarg, "none");
+            break;
+        case 'R':
+            if (rk_parse_size(optarg, &v) || v == 0) {
+                fprintf(stderr, "raidkit create: bad --bitmap-region '%s' (e.g. 1M)\n", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            o.bitmap_region = v;
             break;
         case 'h':
             fputs(create_usage, stdout);

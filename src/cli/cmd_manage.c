@@ -122,6 +122,10 @@ static void mgmt_job_line(const cJSON *job, char *out, size_t len)
     char what[64];
     if (!strcmp(kind, "rebuild"))
         snprintf(what, sizeof(what), "rebuild of slot %.0f", mgmt_num(job, "slot"));
+    else if (!strcmp(kind, "resync"))
+        snprintf(what, sizeof(what), "resync (%s, %.0f bytes resynced)",
+                 cJSON_IsTrue(cJSON_GetObjectItem(job, "full")) ? "full" : "bitmap",
+                 mgmt_num(job, "resynced_bytes"));
     else
         snprintf(what, sizeof(what), "scrub (%s)",
                  cJSON_IsTrue(cJSON_GetObjectItem(job, "repair")) ? "repair" : "check");
@@ -220,6 +224,18 @@ static void mgmt_print_mismatch_list(const cJSON *st)
                             mgmt_num(it, "len"), cJSON_IsNumber(ao) ? ao->valuedouble : -1,
                             mgmt_str(it, "kind"), mgmt_str(it, "repaired"));
     }
+}
+
+/* True when the served volume at path runs a resync now. */
+static bool mgmt_resync_running(const char *path)
+{
+    cJSON *reply;
+    cJSON *st = mgmt_status("scrub", path, &reply);
+    const cJSON *job = st ? cJSON_GetObjectItem(st, "job") : NULL;
+    bool yes = job && !strcmp(mgmt_str(job, "kind"), "resync") &&
+               !strcmp(mgmt_str(job, "state"), "running");
+    cJSON_Delete(reply);
+    return yes;
 }
 
 /* Poll status until the job is no longer running; print the final job line on stderr.
@@ -526,6 +542,10 @@ int cli_scrub(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     if (o.control) {
+        /* A resync (after a crash, or the initial sync) runs first: its regions are not in
+         * sync yet, so a scrub waits for it rather than report them. */
+        if (mgmt_resync_running(o.control) && mgmt_wait_job("scrub", o.control))
+            return CLI_EXIT_FAIL;
         cJSON *req = cJSON_CreateObject();
         cJSON_AddStringToObject(req, "cmd", "scrub");
         cJSON_AddBoolToObject(req, "repair", o.repair);
@@ -541,6 +561,9 @@ int cli_scrub(int argc, char **argv)
     if (mgmt_open("scrub", n, argv + optind, !o.repair, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);
+    struct rk_raid_progress pr;
+    if (rk_raid_progress(raid, &pr) == 0 && pr.kind == RK_JOB_RESYNC && pr.state == RK_JOB_RUNNING)
+        rk_raid_job_wait(raid); /* the resync this writable open started comes first */
     r = rk_raid_scrub_start(raid, o.repair, o.rate);
     if (!r)
         r = mgmt_offline_wait("scrub", raid);

@@ -21,6 +21,7 @@ static const char main_usage[] =
     "Commands:\n"
     "  create   write superblocks and build a new array on MEMBER files\n"
     "  info     show the superblocks and array state of MEMBER files\n"
+    "  bitmap   add a write-intent bitmap to a stopped array that has none (--add)\n"
     "  serve    assemble the array from MEMBER files and serve it over NBD\n"
     "  status   show a served array's state, rebuild/scrub progress and I/O counters\n"
     "  fail     mark a member of a served array failed\n"
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
     /* Subcommands parse argv[1..]; getopt starts at index 1 of the shifted vector. */
     if (!strcmp(cmd, "create"))
         return cli_create(argc - 1, argv + 1);
+    if (!strcmp(cmd, "bitmap"))
+        return cli_bitmap(argc - 1, argv + 1);
     if (!strcmp(cmd, "info"))
         return cli_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve"))

@@ -17,7 +17,10 @@
 
 static const char *ctl_job_kind(int k)
 {
-    return k == RK_JOB_REBUILD ? "rebuild" : k == RK_JOB_SCRUB ? "scrub" : "none";
+    return k == RK_JOB_REBUILD  ? "rebuild"
+           : k == RK_JOB_SCRUB  ? "scrub"
+           : k == RK_JOB_RESYNC ? "resync"
+                                : "none";
 }
 
 static const char *ctl_job_state(int s)
@@ -124,6 +127,10 @@ static void ctl_add_job(cJSON *root, const struct rk_raid_progress *p, double pc
         cJSON_AddNumberToObject(job, "slot", p->slot);
     else
         cJSON_AddBoolToObject(job, "repair", p->repair);
+    if (p->kind == RK_JOB_RESYNC) {
+        cJSON_AddNumberToObject(job, "resynced_bytes", (double)p->resynced);
+        cJSON_AddBoolToObject(job, "full", p->full);
+    }
     cJSON_AddNumberToObject(job, "percent", pct);
     cJSON_AddNumberToObject(job, "start", (double)p->start);
     cJSON_AddNumberToObject(job, "pos", (double)p->pos);
@@ -158,6 +165,25 @@ static void ctl_add_mismatches(cJSON *ls, struct rk_dev *raid)
         cJSON_AddStringToObject(o, "repaired", rk_raid_fix_name(mm[i].fixed));
         cJSON_AddItemToArray(arr, o);
     }
+}
+
+/* "bitmap": the write-intent bitmap (null without one): region size, regions, bits set on
+ * disk, regions a resync has still to reach. */
+static void ctl_add_bitmap(cJSON *root, struct rk_dev *raid)
+{
+    struct rk_raid_bitmap_stats bs;
+    if (rk_raid_bitmap_stats(raid, &bs) || !bs.region) {
+        cJSON_AddNullToObject(root, "bitmap");
+        return;
+    }
+    cJSON *b = cJSON_AddObjectToObject(root, "bitmap");
+    if (!b)
+        return;
+    cJSON_AddBoolToObject(b, "on_disk", bs.on_disk);
+    cJSON_AddNumberToObject(b, "region", (double)bs.region);
+    cJSON_AddNumberToObject(b, "regions", (double)bs.nregions);
+    cJSON_AddNumberToObject(b, "set", (double)bs.set);
+    cJSON_AddNumberToObject(b, "unsynced", (double)bs.unsynced);
 }
 
 /* "last_scrub": the result of the last finished scrub, null when none ran since start. */
@@ -210,6 +236,7 @@ cJSON *rk_control_status_tree(struct rk_volume *v)
     ctl_add_slots(root, raid, &p, pct);
     ctl_add_job(root, &p, pct);
     ctl_add_last_scrub(root, raid, &p);
+    ctl_add_bitmap(root, raid);
     ctl_add_bad_ranges(root, raid);
     return root;
 }

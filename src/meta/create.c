@@ -19,6 +19,7 @@
 
 #include "core/util.h"
 #include "meta/meta_int.h"
+#include "raid/bitmap_disk.h"
 
 /* Bytes read from each existing member to look for signatures (btrfs sits at 64 KiB + 64). */
 #define CREATE_PROBE_LEN (128u * 1024u)
@@ -248,21 +249,26 @@ out:
  * the array holds data. Only for levels with redundancy, and not with assume_clean (the user's
  * promise that the members already agree). A regular file gets a hole punched over the part
  * that existed before (new and extended parts are holes already); a block device gets
- * BLKZEROOUT. When neither works the array is created anyway, with a warning that it is not
- * consistent until a resync.
+ * BLKZEROOUT. When neither works the array is created anyway, with a warning, and recorded as
+ * needing a full resync (the first serve's initial sync). Returns true when the member's data
+ * area now reads back zeroes (or needs nothing).
  */
-static void create_zero_data(const struct create_member *c, const struct rk_create_opts *o,
+static bool create_zero_data(const struct create_member *c, const struct rk_create_opts *o,
                              const struct rk_sb *sb, uint32_t slot)
 {
     if (o->assume_clean || o->level == RK_LEVEL_LINEAR || o->level == RK_LEVEL_RAID0)
-        return;
+        return true;
     uint64_t start = sb->data_offset, end = start + sb->slots[slot].data_size;
     if (!c->blockdev)
         end = end < c->cur_size ? end : c->cur_size; /* beyond: holes from ftruncate */
     if (!c->exists || end <= start)
-        return;
+        return true;
     int fd = open(c->path, O_RDWR | O_CLOEXEC), r = 0;
-    if (fd < 0) {
+    /* Tests only (docs/CLI.md "create"): behave as if the member could not be zeroed. */
+    const char *nz = getenv("RAIDKIT_TEST_NO_ZERO");
+    if (fd >= 0 && nz && !strcmp(nz, "1")) {
+        r = -EOPNOTSUPP;
+    } else if (fd < 0) {
         r = -errno;
     } else if (c->blockdev) {
         uint64_t range[2] = {start, end - start};
@@ -278,10 +284,72 @@ static void create_zero_data(const struct create_member *c, const struct rk_crea
     if (fd >= 0)
         close(fd);
     if (r) {
-        rk_warn("member %s: cannot zero its data area (%s: %s): the array is NOT consistent "
-                "until a resync (mirrors or parity may disagree with the data)",
+        rk_warn("member %s: cannot zero its data area (%s: %s): the first serve runs an "
+                "initial sync (mirrors or parity disagree with the data until it ends)",
                 c->path, c->blockdev ? "BLKZEROOUT failed" : "hole punch failed", strerror(-r));
     }
+    return r == 0;
+}
+
+static uint64_t create_max_data(const struct rk_sb *sb)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < sb->members; i++)
+        if (sb->slots[i].data_size > m)
+            m = sb->slots[i].data_size;
+    return m;
+}
+
+/* The write-intent bitmap fields (levels with redundancy, unless no_bitmap): area at
+ * RK_BM_OFFSET sized for the region count. 0 or -EINVAL with err (a bad region size). */
+static int create_bitmap_fields(struct rk_sb *sb, const struct rk_create_opts *o, char *err,
+                                size_t errlen)
+{
+    if (o->no_bitmap || rk_level_max_failed(o->level, sb->members) == 0)
+        return 0;
+    uint64_t maxd = create_max_data(sb);
+    uint64_t region = o->bitmap_region ? o->bitmap_region : rk_bm_default_region(maxd, sb->chunk);
+    char berr[200] = "";
+    if (rk_bm_check_region(region, maxd, sb->chunk, berr, sizeof(berr))) {
+        rk_set_err(err, errlen, "%s", berr);
+        return -EINVAL;
+    }
+    sb->bitmap_offset = RK_BM_OFFSET;
+    sb->bitmap_size = rk_bm_area_size((maxd + region - 1) / region);
+    sb->bitmap_region = region;
+    return 0;
+}
+
+/* Write an empty bitmap area (no region marked) to one member, fsync'd. */
+static int create_write_bitmap(const struct create_member *c, const struct rk_sb *sb, char *err,
+                               size_t errlen)
+{
+    if (!sb->bitmap_offset)
+        return 0;
+    uint8_t *area = calloc(1, (size_t)sb->bitmap_size);
+    if (!area) {
+        rk_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    uint64_t maxd = create_max_data(sb);
+    struct rk_bm_hdr h = {.region = sb->bitmap_region,
+                          .nregions = (maxd + sb->bitmap_region - 1) / sb->bitmap_region,
+                          .events = 1};
+    memcpy(h.uuid, sb->array_uuid, RK_UUID_LEN);
+    rk_bm_encode(&h, area, sb->bitmap_size);
+    int r = 0, fd = open(c->path, O_RDWR | O_CLOEXEC);
+    if (fd < 0 ||
+        pwrite(fd, area, (size_t)sb->bitmap_size, (off_t)sb->bitmap_offset) !=
+            (ssize_t)sb->bitmap_size ||
+        fsync(fd) < 0) {
+        r = errno ? -errno : -EIO;
+        rk_set_err(err, errlen, "member %s: cannot write the write-intent bitmap: %s", c->path,
+                   strerror(-r));
+    }
+    if (fd >= 0)
+        close(fd);
+    free(area);
+    return r;
 }
 
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
@@ -374,6 +442,9 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
         goto out;
     }
     sb->array_size = rk_raid_array_size(&g);
+    r = create_bitmap_fields(sb, o, err, errlen);
+    if (r)
+        goto out;
     for (int i = 0; i < n; i++) {
         meta_sb_for_slot(sb, (uint32_t)i);
         char cerr[200] = "";
@@ -385,11 +456,22 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
         }
     }
 
-    /* Everything is validated: from here on members are written. */
+    /* Everything is validated: from here on members are written. Zero every data area
+     * first: one that cannot be zeroed makes the whole array need its initial sync. */
+    bool zeroed = true;
     for (int i = 0; i < n; i++) {
         meta_sb_for_slot(sb, (uint32_t)i);
-        create_zero_data(&cm[i], o, sb, (uint32_t)i);
+        zeroed &= create_zero_data(&cm[i], o, sb, (uint32_t)i);
+    }
+    if (!zeroed) {
+        sb->resync_flags = RK_SB_RESYNC_PENDING | RK_SB_RESYNC_FULL;
+        sb->resync_offset = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
         r = create_write_member(&cm[i], sb, err, errlen);
+        if (!r)
+            r = create_write_bitmap(&cm[i], sb, err, errlen);
         if (r)
             goto out;
     }

@@ -98,6 +98,11 @@ static void info_problems(const struct meta_scan *s, void (*emit)(void *ctx, con
                  "array is dirty: running now, or not shut down cleanly last time");
         emit(ctx, line);
     }
+    if (sb->resync_flags & RK_SB_RESYNC_PENDING) {
+        snprintf(line, sizeof(line), "a %s resync is pending (the next serve runs it)",
+                 sb->resync_flags & RK_SB_RESYNC_FULL ? "full" : "bitmap");
+        emit(ctx, line);
+    }
 }
 
 static void info_emit_text(void *ctx, const char *line)
@@ -127,6 +132,11 @@ static char *info_text(const struct meta_scan *s)
         info_printf(&b, "  data offset:  %" PRIu64 " bytes\n", sb->data_offset);
         info_printf(&b, "  event:        %" PRIu64 "\n", sb->events);
         info_printf(&b, "  state:        %s\n", sb->dirty == RK_SB_DIRTY ? "dirty" : "clean");
+        if (sb->bitmap_offset)
+            info_printf(&b, "  bitmap:       internal, %" PRIu64 " KiB regions\n",
+                        sb->bitmap_region / 1024);
+        else
+            info_printf(&b, "  bitmap:       none\n");
         info_printf(&b, "  created:      %s\n  updated:      %s\n", t1, t2);
         info_printf(&b, "Slots:\n");
         for (uint32_t i = 0; i < sb->members; i++) {
@@ -209,6 +219,9 @@ static char *info_json(const struct meta_scan *s)
             cJSON_AddNumberToObject(a, "data_offset", (double)sb->data_offset);
             cJSON_AddNumberToObject(a, "event", (double)sb->events);
             cJSON_AddBoolToObject(a, "clean", sb->dirty == RK_SB_CLEAN);
+            cJSON_AddNumberToObject(a, "bitmap_region", (double)sb->bitmap_region);
+            cJSON_AddBoolToObject(a, "resync_pending",
+                                  (sb->resync_flags & RK_SB_RESYNC_PENDING) != 0);
             cJSON_AddNumberToObject(a, "created", (double)sb->ctime);
             cJSON_AddNumberToObject(a, "updated", (double)sb->utime);
             cJSON *slots = cJSON_AddArrayToObject(a, "slots");

@@ -17,7 +17,8 @@
  *  68 chunk u32  72 members u32  76 reserved u32  80 data_offset u64  88 data_size u64
  *  96 array_size u64  104 events u64  112 ctime u64  120 utime u64  128 bitmap_offset u64
  * 136 bitmap_size u64  144 journal_offset u64  152 journal_size u64  160 name[32]
- * 192..255 reserved (zero)
+ * 192 resync_flags u32  196 reserved u32  200 resync_offset u64  208 bitmap_region u64
+ * 216..223 reserved (zero; bitmap/resync)  224..255 reserved (zero)
  * 256 slot table: RK_MAX_MEMBERS entries of 48 bytes:
  *       +0 state u32  +4 reserved u32  +8 data_size u64  +16 rebuild_offset u64
  *       +24 member_uuid[16]  +40 reserved[8]
@@ -48,6 +49,9 @@
 #define SB_OFF_JOURNAL_OFF 144
 #define SB_OFF_JOURNAL_SZ  152
 #define SB_OFF_NAME        160
+#define SB_OFF_RESYNC_FL   192
+#define SB_OFF_RESYNC_OFF  200
+#define SB_OFF_BM_REGION   208
 #define SB_OFF_SLOTS       256
 #define SB_SLOT_SIZE       48
 #define SB_SLOT_STATE      0
@@ -89,6 +93,9 @@ void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
     rk_put_le64(out + SB_OFF_BITMAP_SIZE, sb->bitmap_size);
     rk_put_le64(out + SB_OFF_JOURNAL_OFF, sb->journal_offset);
     rk_put_le64(out + SB_OFF_JOURNAL_SZ, sb->journal_size);
+    rk_put_le32(out + SB_OFF_RESYNC_FL, sb->resync_flags);
+    rk_put_le64(out + SB_OFF_RESYNC_OFF, sb->resync_offset);
+    rk_put_le64(out + SB_OFF_BM_REGION, sb->bitmap_region);
     /* strnlen keeps a name without NUL from running past the field. */
     memcpy(out + SB_OFF_NAME, sb->name, strnlen(sb->name, RK_SB_NAME_LEN));
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
@@ -140,6 +147,32 @@ static int sb_check_region(const char *what, uint64_t off, uint64_t size, uint64
                    "%s region [%" PRIu64 ", +%" PRIu64 ") is not inside [4096, data offset %" PRIu64
                    ")",
                    what, off, size, data_offset);
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* The bitmap and resync fields (bytes 192..223): a bitmap has a region size, a power of two
+ * >= 64 KiB, and ends below 512 KiB; resync flags are known; the resync offset is inside the
+ * data area. Zeros (older arrays) pass. */
+static int sb_check_resync(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (sb->resync_flags & ~RK_SB_RESYNC_MASK) {
+        rk_set_err(err, errlen, "unknown resync flags %#" PRIx32, sb->resync_flags);
+        return -EINVAL;
+    }
+    if (sb->resync_offset > sb->data_size) {
+        rk_set_err(err, errlen, "resync offset %" PRIu64 " is beyond the data size %" PRIu64,
+                   sb->resync_offset, sb->data_size);
+        return -EINVAL;
+    }
+    uint64_t rg = sb->bitmap_region;
+    if (!sb->bitmap_offset != !rg || (rg && (rg < 64 * 1024 || (rg & (rg - 1)) || rg < sb->chunk ||
+                                             sb->bitmap_offset + sb->bitmap_size > 512 * 1024))) {
+        rk_set_err(err, errlen,
+                   "write-intent bitmap region %" PRIu64 " (area at %" PRIu64 ", %" PRIu64
+                   " bytes) is not a power of two >= 64 KiB and the chunk inside 512 KiB",
+                   rg, sb->bitmap_offset, sb->bitmap_size);
         return -EINVAL;
     }
     return 0;
@@ -269,6 +302,9 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
                         err, errlen);
     if (r)
         return r;
+    r = sb_check_resync(sb, err, errlen);
+    if (r)
+        return r;
     r = sb_check_region("journal", sb->journal_offset, sb->journal_size, sb->data_offset, err,
                         errlen);
     if (r)
@@ -351,6 +387,9 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
     sb->journal_offset = rk_get_le64(buf + SB_OFF_JOURNAL_OFF);
     sb->journal_size = rk_get_le64(buf + SB_OFF_JOURNAL_SZ);
     memcpy(sb->name, buf + SB_OFF_NAME, RK_SB_NAME_LEN);
+    sb->resync_flags = rk_get_le32(buf + SB_OFF_RESYNC_FL);
+    sb->resync_offset = rk_get_le64(buf + SB_OFF_RESYNC_OFF);
+    sb->bitmap_region = rk_get_le64(buf + SB_OFF_BM_REGION);
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
         const uint8_t *e = buf + SB_OFF_SLOTS + i * SB_SLOT_SIZE;
         struct rk_sb_slot *s = &sb->slots[i];

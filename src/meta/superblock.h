@@ -23,6 +23,11 @@
 #define RK_SB_CLEAN 0u
 #define RK_SB_DIRTY 1u
 
+/* Resync flags (field "resync_flags", bytes 192..195; docs/FORMAT.md "Resync state"). */
+#define RK_SB_RESYNC_PENDING 0x1u /* a resync must run before the array is in sync */
+#define RK_SB_RESYNC_FULL    0x2u /* ... over every region from resync_offset (no bitmap says) */
+#define RK_SB_RESYNC_MASK    0x3u
+
 /* Decode failures: callers tell "not ours" from "ours but damaged" by the code. */
 #define RK_SB_ENOTOURS -ENODATA         /* bad magic: not a raidkit member */
 #define RK_SB_EVERSION -EPROTONOSUPPORT /* unknown format version */
@@ -66,6 +71,9 @@ struct rk_sb {
     uint64_t bitmap_offset, bitmap_size;   /* write-intent bitmap (reserved: 0) */
     uint64_t journal_offset, journal_size; /* journal (reserved: 0) */
     uint64_t ctime, utime;                 /* seconds since the epoch (UTC) */
+    uint32_t resync_flags;                 /* RK_SB_RESYNC_*; 0 on older arrays */
+    uint64_t resync_offset;                /* full resync: data-area bytes already in sync */
+    uint64_t bitmap_region;                /* bitmap: data-area bytes per bit (0 = none) */
     char name[RK_SB_NAME_LEN];             /* NUL padded */
     struct rk_sb_slot slots[RK_MAX_MEMBERS];
     uint32_t nbad; /* bad-range table entries in use, <= RK_SB_BAD_MAX */

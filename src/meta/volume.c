@@ -1,5 +1,6 @@
 /* Volume assembly in phases (members in any order -> validated superblocks -> members placed
- * by slot -> redundancy policy -> member stack -> raid engine -> dirty mark -> resumed jobs),
+ * by slot -> redundancy policy -> member stack -> raid engine -> bitmap and resync decision ->
+ * dirty mark -> resumed jobs, the resync last),
  * and the clean close. The on-disk format is docs/FORMAT.md. */
 #include "raidkit/volume.h"
 
@@ -231,8 +232,8 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
     }
     /* A crash may have left parity out of date; without the member, that block cannot be
      * recomputed (write hole), so a dirty degraded parity array needs --force. */
-    if (v->sb.dirty == RK_SB_DIRTY && a->nout > 0 && !a->o->force &&
-        rk_level_write_hole(v->sb.level)) {
+    bool unsynced = v->sb.dirty == RK_SB_DIRTY || (v->sb.resync_flags & RK_SB_RESYNC_PENDING);
+    if (unsynced && a->nout > 0 && !a->o->force && rk_level_write_hole(v->sb.level)) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",
@@ -242,6 +243,8 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
     v->was_dirty = v->sb.dirty == RK_SB_DIRTY;
     if (v->was_dirty)
         rk_warn("array %s was not shut down cleanly (superblock dirty)", a->uuid);
+    else if (v->sb.resync_flags & RK_SB_RESYNC_PENDING)
+        rk_warn("array %s is not in sync yet: a resync is pending", a->uuid);
     /* Missing from now on means failed: a member that comes back later is stale. */
     for (uint32_t i = 0; i < v->sb.members; i++)
         if (v->sb.slots[i].state == RK_SLOT_ACTIVE && !v->file[i])
@@ -341,6 +344,7 @@ static void vol_resume_jobs(struct rk_volume *v, struct vol_asm *a)
             rk_info("member %s (slot %" PRIu32 "): resuming rebuild at data offset %" PRIu64,
                     v->paths[i], i, from);
     }
+    vol_resync_start(v, a->o->rebuild_rate);
 }
 
 int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
@@ -372,6 +376,8 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
         r = vol_stack_members(v, &a);
     if (!r)
         r = vol_start_engine(v, &a);
+    if (!r)
+        r = vol_bitmap_setup(v, err, errlen);
     if (!r)
         r = vol_mark_dirty(v, &a);
     if (!r) {

@@ -35,6 +35,9 @@ struct rk_volume {
     struct rk_dev *retired[RK_MAX_MEMBERS][VOL_RETIRED_DEVS];
     uint32_t file_flags; /* RK_FILE_* flags members are opened with (also new members) */
     bool bad_overflow;   /* warned that the engine holds more bad ranges than the table */
+    /* Resync decided at assembly (volume_bitmap.c): needed, over every region, from where. */
+    bool resync, resync_full;
+    uint64_t resync_from;
 };
 
 /*
@@ -65,5 +68,22 @@ void vol_load_bad(struct rk_volume *v);
 /* The engine event callbacks of v (member failed, rebuild checkpoint, rebuild done), which
  * record each change in the superblocks; for rk_raid_open. */
 struct rk_raid_events vol_events(struct rk_volume *v);
+
+/*
+ * Assembly phase of the write-intent bitmap (volume_bitmap.c), after the engine started and
+ * before the dirty mark: read every used member's bitmap area (a corrupt copy is refused with
+ * a message; none valid = full resync), decide the resync (dirty start or a pending one),
+ * record it in v->sb.resync_* (written with the dirty mark) and attach the bitmap. No-op for
+ * read-only volumes and levels without redundancy. Returns 0 or -errno with err.
+ */
+int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen);
+
+/* Start the resync vol_bitmap_setup decided (resume-jobs phase), at most rate bytes/s; when
+ * another job (a resumed rebuild) runs it stays pending, logged. */
+void vol_resync_start(struct rk_volume *v, uint64_t rate);
+
+/* Fill the resync callbacks of ev (checkpoint: resync_offset of a full resync; done: flags
+ * cleared), which record them in the superblocks under v->lock. */
+void vol_resync_events(struct rk_raid_events *ev);
 
 #endif

@@ -180,8 +180,10 @@ static void vol_rebuild_done(void *ctx, uint32_t slot, int result)
 
 struct rk_raid_events vol_events(struct rk_volume *v)
 {
-    return (struct rk_raid_events){.ctx = v,
-                                   .member_failed = vol_member_failed,
-                                   .rebuild_checkpoint = vol_rebuild_checkpoint,
-                                   .rebuild_done = vol_rebuild_done};
+    struct rk_raid_events ev = {.ctx = v,
+                                .member_failed = vol_member_failed,
+                                .rebuild_checkpoint = vol_rebuild_checkpoint,
+                                .rebuild_done = vol_rebuild_done};
+    vol_resync_events(&ev);
+    return ev;
 }

@@ -6,6 +6,7 @@
 
 #include "core/util.h"
 #include "raid/badrange.h"
+#include "raid/bitmap.h"
 #include "raid/copies.h"
 #include "raid/rangelock.h"
 
@@ -41,6 +42,16 @@ struct raid_round {
     uint64_t share;                        /* read bytes one copy should take (0 = no limit) */
 };
 
+/* Does a copy of the piece lie in a region the resync has not reached? */
+static bool raid_copies_unsynced(struct raid_priv *r, const struct rk_raid_extent *c, int n,
+                                 uint64_t len)
+{
+    for (int i = 0; i < n; i++)
+        if (raid_bitmap_unsynced(r, c[i].member_off, len))
+            return true;
+    return false;
+}
+
 /*
  * Choose a copy of a piece of len bytes to read among the usable slots. A large read is cut
  * into one contiguous share per copy (sequential on each member, all members busy), so the
@@ -53,6 +64,15 @@ static int raid_pick(struct raid_priv *r, const struct raid_round *rd,
 {
     int best = -1;
     int64_t best_load = 0;
+    /* Not resynced yet: every read takes the copy the resync copies from (the first live copy
+     * in slot order), so two reads never disagree. */
+    if (raid_bitmap_resyncing(r) && raid_copies_unsynced(r, c, n, len)) {
+        for (int i = 0; i < n; i++)
+            if ((usable & (1u << c[i].slot)) && !raid_bad_hit(r, c[i].slot, c[i].member_off, len) &&
+                (best < 0 || c[i].slot < c[best].slot))
+                best = i;
+        return best;
+    }
     if (rd && rd->prev_slot >= 0 && (usable & (1u << rd->prev_slot)) &&
         rd->picked_bytes[rd->prev_slot] + len <= rd->share) {
         for (int i = 0; i < n; i++)

@@ -8,6 +8,7 @@
 #include "core/util.h"
 #include "raid/raid_int.h"
 #include "raid/badrange.h"
+#include "raid/bitmap.h"
 #include "raid/job.h"
 #include "raid/rangelock.h"
 
@@ -73,14 +74,21 @@ static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     return r->l.lvl->rw(r, RK_OP_READ, buf, len, off, 0);
 }
 
-/* Every request that changes data (write, write-zeroes, discard): refused once a failure could
- * not be recorded, else the level's rw hook, completed by raid_fail_settle. */
+/* Every request that changes member data (write, write-zeroes, discard): refused once a failure
+ * could not be recorded; the write-intent bitmap's bits for the regions it touches are durable
+ * before the level sends anything to a member (bitmap.h); completed by raid_fail_settle. */
 static int raid_rw_change(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
                           uint32_t flags)
 {
     if (atomic_load(&r->writes_stopped))
         return -EIO;
-    return raid_fail_settle(r, r->l.lvl->rw(r, op, buf, len, off, flags));
+    struct raid_bm_hold h;
+    int ret = raid_bitmap_begin(r, off, len, &h);
+    if (ret)
+        return ret;
+    ret = r->l.lvl->rw(r, op, buf, len, off, flags);
+    raid_bitmap_end(r, &h);
+    return raid_fail_settle(r, ret);
 }
 
 static int raid_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
@@ -142,6 +150,7 @@ static int raid_flush(struct rk_dev *dev)
 static void raid_priv_free(struct raid_priv *r)
 {
     raid_job_destroy(r);
+    raid_bitmap_destroy(r);
     if (r->l.lvl && r->l.lvl->close)
         r->l.lvl->close(r);
     raid_badtab_destroy(r);

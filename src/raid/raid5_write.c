@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "raid/bitmap.h"
 #include "raid/raid5_int.h"
 
 /* What one write window does, decided by r5w_plan. */
@@ -54,7 +55,10 @@ static int r5w_plan(struct r5_req *q, const struct r5_geo *g, const struct r5_ww
         uint32_t rmw_want = pl->pwrite ? pl->touched | pl->pwrite : 0;
         bool rmw_ok = (rmw_want & ~rd) == 0, rcw_ok = (pl->need & ~rd) == 0;
         int rmw_reads = __builtin_popcount(rmw_want), rcw_reads = __builtin_popcount(pl->need);
-        if (rmw_ok && (!rcw_ok || rmw_reads <= rcw_reads)) {
+        /* Parity a resync has not reached yet was never valid: update it from the data
+         * (reconstruct-write), never read-modify-write against it (bitmap.h). */
+        if (rmw_ok &&
+            (!rcw_ok || (rmw_reads <= rcw_reads && !raid_bitmap_unsynced(r, moff, len)))) {
             pl->mode = R5_RMW;
             want = rmw_want;
         } else if (rcw_ok) {

@@ -44,6 +44,7 @@ struct raid_priv;
 struct raid_rangelock;
 struct raid_badtab;
 struct raid_job;
+struct raid_bitmap;
 
 /*
  * One RAID level (SPDK's raid_bdev_module): the registry (geom.c) lists one table per level,
@@ -113,6 +114,9 @@ struct raid_level {
  * Lock order of a raid device (outer first: a thread holding one may take a later one, never
  * wait for an earlier one):
  *
+ *   0. the write-intent bitmap's lock (bitmap.h): a write that must set a region's bit takes
+ *      it (and waits for the FUA area write, which runs without it) before it takes any
+ *      range. Never taken while holding anything below.
  *   1. a member data-area range (rangelock.h): held across member I/O by a job step, and by a
  *      foreground write while a job runs; nobody waits for a second range while holding one.
  *   2. a level's own locks and buffers (r->level_priv: raid5/6 stripe locks, buffer pool): a
@@ -159,6 +163,7 @@ struct raid_priv {
     pthread_cond_t rec_cond;
     _Atomic uint32_t rec_pending; /* FAILED slots whose member_failed has not returned yet */
     _Atomic bool writes_stopped;  /* a failure could not be recorded: writes, flushes -EIO */
+    struct raid_bitmap *bm;                 /* write-intent bitmap (bitmap.h), NULL = none */
 };
 
 extern const struct raid_level raid_level_linear;

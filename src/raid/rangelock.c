@@ -85,11 +85,9 @@ void raid_range_unlock(struct raid_priv *r, struct raid_range *node)
     pthread_mutex_unlock(&rl->lock);
 }
 
-/* Member data-area span [lo, hi) that array range [off, off+len) touches on any slot: levels
- * that rebuild place array data at non-decreasing member offsets (raid_level.map), so the first
- * byte's lowest copy and the last byte's highest copy bound it. */
-static void raid_write_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo,
-                            uint64_t *hi)
+/* Levels that rebuild place array data at non-decreasing member offsets (raid_level.map), so
+ * the first byte's lowest copy and the last byte's highest copy bound the span. */
+void raid_member_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
 {
     const struct raid_layout *l = &r->l;
     struct rk_raid_extent c[RK_MAX_MEMBERS];
@@ -133,7 +131,7 @@ bool raid_write_begin(struct raid_priv *r, struct raid_range *node, uint64_t off
         return false;
     unlocked_put(rl);
     uint64_t lo, hi;
-    raid_write_span(r, off, len, &lo, &hi);
+    raid_member_span(r, off, len, &lo, &hi);
     raid_range_lock(r, node, lo, hi - lo);
     return true;
 }

@@ -29,6 +29,11 @@ void raid_rangelock_destroy(struct raid_priv *r);
 void raid_range_lock(struct raid_priv *r, struct raid_range *node, uint64_t off, uint64_t len);
 void raid_range_unlock(struct raid_priv *r, struct raid_range *node);
 
+/* Member data-area span [*lo, *hi) (bytes) that array range [off, off+len) (len > 0) touches
+ * on any slot, parity included (a row's parity sits at the row's member offset); [0, UINT64_MAX)
+ * when the level's map cannot bound it. For levels with a reconstruct hook. */
+void raid_member_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi);
+
 /*
  * Foreground write of array range [off, off+len) (bytes; every level's rw hook calls it for a
  * write, discard or write-zeroes). While a job runs (raid_range_activate) it locks the member

@@ -1,14 +1,35 @@
-/* Writes the golden superblock image (tests/golden/sb_v1.bin) from tests/lib/sb_golden.h.
- * Usage: mkgolden OUT.bin — run only when adding a new golden image, never to "fix" a test. */
+/* Writes the golden superblock image (tests/golden/sb_v1.bin) from tests/lib/sb_golden.h, or
+ * with --bitmap the golden bitmap area (tests/golden/bitmap_v1.bin) from tests/lib/bm_golden.h.
+ * Usage: mkgolden [--bitmap] OUT.bin — run only when adding a new golden image, never to "fix" a
+ * test. */
 #include <stdio.h>
 
 #include "meta/superblock.h"
+#include <string.h>
+
+#include "bm_golden.h"
 #include "sb_golden.h"
+
+static int write_file(const char *path, const void *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
+        perror(path);
+        return 1;
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--bitmap")) {
+        struct rk_bm_hdr h;
+        static uint8_t area[GOLDEN_BM_SIZE];
+        golden_bm_v1(&h, area);
+        return write_file(argv[2], area, sizeof(area));
+    }
     if (argc != 2) {
-        fprintf(stderr, "usage: mkgolden OUT.bin\n");
+        fprintf(stderr, "usage: mkgolden [--bitmap] OUT.bin\n");
         return 2;
     }
     struct rk_sb sb;
@@ -20,10 +41,5 @@ int main(int argc, char **argv)
         return 1;
     }
     rk_sb_encode(&sb, buf);
-    FILE *f = fopen(argv[1], "wb");
-    if (!f || fwrite(buf, 1, sizeof(buf), f) != sizeof(buf) || fclose(f) != 0) {
-        perror(argv[1]);
-        return 1;
-    }
-    return 0;
+    return write_file(argv[1], buf, sizeof(buf));
 }

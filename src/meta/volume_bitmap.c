@@ -1,0 +1,243 @@
+/* The volume's write-intent bitmap and resync state (docs/FORMAT.md "Write-intent bitmap",
+ * "Resync state"): at assembly, read every used member's bitmap area, decide whether a resync
+ * is needed and over what (the marked regions, or everything), attach the bitmap to the engine
+ * and start the resync; record its checkpoints and its end in the superblocks. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "meta/volume_int.h"
+#include "raid/bitmap_disk.h"
+
+/* Read and decode slot i's area; on success OR its bits into bits. Returns 0 or -errno. */
+static int vol_bitmap_read(struct rk_volume *v, uint32_t i, uint64_t nregions, uint8_t *area,
+                           uint8_t *bits, uint64_t *events)
+{
+    char err[160] = "";
+    struct rk_bm_hdr h;
+    int r = rk_dev_read(v->file[i], area, v->sb.bitmap_size, v->sb.bitmap_offset);
+    if (r) {
+        rk_warn("member %s: cannot read its write-intent bitmap: %s", v->paths[i], strerror(-r));
+        return r;
+    }
+    r = rk_bm_decode(area, v->sb.bitmap_size, nregions, &h, err, sizeof(err));
+    if (!r && (h.region != v->sb.bitmap_region || memcmp(h.uuid, v->sb.array_uuid, 16))) {
+        snprintf(err, sizeof(err), "region %" PRIu64 " or array UUID differs from the superblock",
+                 h.region);
+        r = -EINVAL;
+    }
+    if (r) {
+        rk_warn("member %s: write-intent bitmap refused (%s): not trusted", v->paths[i], err);
+        return r;
+    }
+    for (uint64_t k = 0; k < (nregions + 7) / 8; k++)
+        bits[k] |= area[RK_BM_HDR_SIZE + k];
+    if (h.events > *events)
+        *events = h.events;
+    return 0;
+}
+
+/* Largest data size over the slots. */
+static uint64_t vol_max_data(const struct rk_volume *v)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < v->sb.members; i++)
+        if (v->sb.slots[i].data_size > m)
+            m = v->sb.slots[i].data_size;
+    return m;
+}
+
+/* Read the members' areas: OR of every valid copy into bits. Returns the number of valid
+ * copies (0: none can be trusted), or -ENOMEM. */
+static int vol_bitmap_collect(struct rk_volume *v, uint64_t nregions, uint8_t *bits,
+                              uint64_t *events)
+{
+    uint8_t *area = rk_buf_alloc(v->sb.bitmap_size);
+    if (!area)
+        return -ENOMEM;
+    int valid = 0;
+    for (uint32_t i = 0; i < v->sb.members; i++)
+        if (v->file[i] && v->sb.slots[i].state == RK_SLOT_ACTIVE &&
+            vol_bitmap_read(v, i, nregions, area, bits, events) == 0)
+            valid++;
+    free(area);
+    return valid;
+}
+
+int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
+{
+    struct rk_raid_bitmap_opts o = {.idle_ms = 0};
+    bool redundant = rk_level_max_failed(v->sb.level, v->sb.members) > 0;
+    bool needs = redundant && (v->was_dirty || (v->sb.resync_flags & RK_SB_RESYNC_PENDING));
+    bool full = needs && (v->sb.resync_flags & RK_SB_RESYNC_FULL);
+    uint64_t region = v->sb.bitmap_region, nreg = 0;
+    uint8_t *bits = NULL;
+    memcpy(o.uuid, v->sb.array_uuid, 16);
+    if (v->read_only || !redundant)
+        return 0;
+    if (v->sb.bitmap_offset) {
+        nreg = (vol_max_data(v) + region - 1) / region;
+        bits = calloc(1, (size_t)(nreg + 7) / 8);
+        if (!bits) {
+            rk_set_err(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        int valid = vol_bitmap_collect(v, nreg, bits, &o.events);
+        if (valid < 0) {
+            free(bits);
+            rk_set_err(err, errlen, "out of memory");
+            return valid;
+        }
+        if (valid == 0 && needs && !full) {
+            rk_warn("no member holds a valid write-intent bitmap: resyncing the whole array");
+            full = true;
+        }
+        o.area_offset = v->sb.bitmap_offset;
+        o.area_size = v->sb.bitmap_size;
+        o.region = region;
+        o.bits = needs && !full ? bits : NULL;
+    } else {
+        rk_warn("array has no write-intent bitmap: an unclean shutdown costs a full resync "
+                "(add one offline with `raidkit bitmap --add`)");
+        full = needs;
+    }
+    const char *e = getenv("RAIDKIT_BITMAP_IDLE_MS"); /* tests only (docs/CLI.md) */
+    if (e && *e)
+        o.idle_ms = (uint32_t)strtoul(e, NULL, 10);
+    int r = rk_raid_bitmap_attach(v->raid, &o);
+    free(bits);
+    if (r) {
+        rk_set_err(err, errlen, "cannot attach the write-intent bitmap: %s", strerror(-r));
+        return r;
+    }
+    v->resync = needs;
+    v->resync_full = full;
+    /* A full resync resumes at its checkpoint only after a clean stop: after a crash the
+     * regions below it may be stale again. */
+    v->resync_from = full && !v->was_dirty ? v->sb.resync_offset : 0;
+    if (needs) {
+        v->sb.resync_flags = RK_SB_RESYNC_PENDING | (full ? RK_SB_RESYNC_FULL : 0);
+        v->sb.resync_offset = v->resync_from;
+    }
+    return 0;
+}
+
+void vol_resync_start(struct rk_volume *v, uint64_t rate)
+{
+    if (!v->resync)
+        return;
+    struct rk_raid_progress p;
+    if (rk_raid_progress(v->raid, &p) == 0 && p.state == RK_JOB_RUNNING) {
+        rk_warn("resync waits: a %s runs; it stays pending until a later start",
+                p.kind == RK_JOB_REBUILD ? "rebuild" : "job");
+        return;
+    }
+    int r = rk_raid_resync_start(v->raid, v->resync_full, v->resync_from, rate);
+    if (r)
+        rk_warn("cannot start the resync: %s; it stays pending", strerror(-r));
+}
+
+static void vol_resync_checkpoint(void *ctx, uint64_t offset)
+{
+    struct rk_volume *v = ctx;
+    pthread_mutex_lock(&v->lock);
+    if (v->sb.resync_flags & RK_SB_RESYNC_FULL) {
+        v->sb.resync_offset = offset;
+        vol_write_sbs(v, false);
+    }
+    pthread_mutex_unlock(&v->lock);
+}
+
+static void vol_resync_done(void *ctx, int result)
+{
+    struct rk_volume *v = ctx;
+    if (result)
+        return;
+    pthread_mutex_lock(&v->lock);
+    /* Like a rebuild checkpoint, no event: a member that missed this write still says
+     * PENDING with the same event, and taking its copy costs only a needless resync. */
+    v->sb.resync_flags = 0;
+    v->sb.resync_offset = 0;
+    vol_write_sbs(v, false);
+    pthread_mutex_unlock(&v->lock);
+    rk_info("array in sync: resync recorded complete");
+}
+
+void vol_resync_events(struct rk_raid_events *ev)
+{
+    ev->resync_checkpoint = vol_resync_checkpoint;
+    ev->resync_done = vol_resync_done;
+}
+
+/* Write an empty bitmap area of v's superblock fields to every active member, raw, flushed. */
+static int vol_bitmap_write_empty(struct rk_volume *v, char *err, size_t errlen)
+{
+    uint8_t *area = rk_buf_alloc(v->sb.bitmap_size);
+    if (!area) {
+        rk_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    memset(area, 0, v->sb.bitmap_size);
+    struct rk_bm_hdr h = {.region = v->sb.bitmap_region, .events = 1};
+    h.nregions = (vol_max_data(v) + h.region - 1) / h.region;
+    memcpy(h.uuid, v->sb.array_uuid, 16);
+    rk_bm_encode(&h, area, v->sb.bitmap_size);
+    int r = 0;
+    for (uint32_t i = 0; i < v->sb.members && !r; i++) {
+        if (!v->file[i] || v->sb.slots[i].state != RK_SLOT_ACTIVE)
+            continue;
+        r = rk_dev_write(v->file[i], area, v->sb.bitmap_size, v->sb.bitmap_offset, RK_WRITE_FUA);
+        if (r)
+            rk_set_err(err, errlen, "member %s: cannot write the bitmap: %s", v->paths[i],
+                       strerror(-r));
+    }
+    free(area);
+    return r;
+}
+
+int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err, size_t errlen)
+{
+    struct rk_volume *v = NULL;
+    struct rk_open_opts o = {.degraded = false};
+    int r = rk_volume_open(paths, n, &o, &v, err, errlen);
+    if (r)
+        return r;
+    uint64_t maxd = vol_max_data(v);
+    if (!region)
+        region = rk_bm_default_region(maxd, v->sb.chunk);
+    if (v->sb.bitmap_offset) {
+        rk_set_err(err, errlen, "the array already has a write-intent bitmap");
+        r = -EEXIST;
+    } else if (rk_level_max_failed(v->sb.level, v->sb.members) == 0) {
+        rk_set_err(err, errlen, "%s has no redundancy: nothing to resync, no bitmap",
+                   rk_level_name(v->sb.level));
+        r = -EOPNOTSUPP;
+    } else if (v->resync) {
+        rk_set_err(err, errlen, "the array is not in sync: serve it until its resync ends first");
+        r = -EBUSY;
+    } else {
+        r = rk_bm_check_region(region, maxd, v->sb.chunk, err, errlen);
+    }
+    if (!r) {
+        pthread_mutex_lock(&v->lock);
+        v->sb.bitmap_offset = RK_BM_OFFSET;
+        v->sb.bitmap_size = rk_bm_area_size((maxd + region - 1) / region);
+        v->sb.bitmap_region = region;
+        /* The area first: a superblock that names it must never point at garbage. */
+        r = vol_bitmap_write_empty(v, err, errlen);
+        if (!r) {
+            v->sb.events++;
+            r = vol_write_sbs(v, true);
+            if (r)
+                rk_set_err(err, errlen, "cannot write the superblocks: %s", strerror(-r));
+        }
+        if (r)
+            v->sb.bitmap_offset = v->sb.bitmap_size = v->sb.bitmap_region = 0;
+        pthread_mutex_unlock(&v->lock);
+    }
+    int rc = rk_volume_close(v);
+    return r ? r : rc;
+}

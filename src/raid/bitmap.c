@@ -1,0 +1,393 @@
+/* The write-intent bitmap layer of the engine (bitmap.h): region accounting on the write path,
+ * the FUA writes of the area that set bits, the cleaner thread that clears idle ones, and the
+ * unsynced-region record of a resync. */
+#include "raid/bitmap.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/util.h"
+#include "raid/rangelock.h"
+
+#define BM_TICK_MS_DEFAULT 1000u
+#define BM_IDLE_MS_DEFAULT 5000u
+
+/* Write buf (an encoded area) FUA to every writable member. A member that fails is failed;
+ * -EIO when the slots left no longer hold all data. Called by the one writer of bm_sync. */
+static int bm_write_area(struct raid_priv *r, const uint8_t *buf)
+{
+    struct raid_bitmap *bm = r->bm;
+    struct rk_io io[RK_MAX_MEMBERS];
+    uint32_t slot[RK_MAX_MEMBERS];
+    struct rk_io_batch batch;
+    uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE), failed = 0;
+    int n = 0;
+    rk_io_batch_init(&batch);
+    for (uint32_t i = 0; i < r->l.g.members; i++) {
+        if (!(usable & (1u << i)))
+            continue;
+        rk_io_init(&io[n], r->members[i], RK_OP_WRITE, (void *)buf, bm->area_size, bm->area_off,
+                   RK_WRITE_FUA);
+        slot[n++] = i;
+    }
+    if (rk_io_run(&batch, io, n)) {
+        for (int i = 0; i < n; i++) {
+            if (io[i].result) {
+                failed |= 1u << slot[i];
+                raid_fail(r, slot[i], io[i].result);
+            }
+        }
+    }
+    rk_io_batch_destroy(&batch);
+    return r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO;
+}
+
+/*
+ * Make the image as of now durable on the members: returns once an area write that started
+ * after this call was made (so it holds every bit set before) completed, with its result. One
+ * write runs at a time, without bm->lock (it encodes a copy of the image first); the callers
+ * that queue meanwhile share the next write, so a burst of first writes into many regions costs
+ * two area writes, not one each. Caller holds bm->lock (released while waiting or writing).
+ */
+static int bm_sync(struct raid_priv *r)
+{
+    struct raid_bitmap *bm = r->bm;
+    uint64_t my = ++bm->gen_want;
+    while (bm->gen_done < my) {
+        if (bm->writing) {
+            pthread_cond_wait(&bm->wcond, &bm->lock);
+            continue;
+        }
+        bm->writing = true;
+        uint64_t g = bm->gen_want;
+        bm->hdr.events++;
+        memcpy(bm->wbuf, bm->area, (size_t)bm->area_size);
+        rk_bm_encode(&bm->hdr, bm->wbuf, bm->area_size);
+        pthread_mutex_unlock(&bm->lock);
+        int err = bm_write_area(r, bm->wbuf);
+        pthread_mutex_lock(&bm->lock);
+        bm->writing = false;
+        bm->gen_done = g;
+        bm->gen_err = err;
+        pthread_cond_broadcast(&bm->wcond);
+    }
+    return bm->gen_err;
+}
+
+static void bm_bit(struct raid_bitmap *bm, uint64_t i, bool on)
+{
+    uint8_t *b = &bm->area[RK_BM_HDR_SIZE + i / 8];
+    *b = on ? (uint8_t)(*b | (1u << (i % 8))) : (uint8_t)(*b & ~(1u << (i % 8)));
+}
+
+/* Count one write in region i; sets its bit on disk first when needed. */
+static int bm_get(struct raid_priv *r, uint64_t i)
+{
+    struct raid_bitmap *bm = r->bm;
+    atomic_store(&bm->last[i], atomic_load(&bm->tick));
+    uint32_t v = atomic_load(&bm->state[i]);
+    while (v & BM_SET)
+        if (atomic_compare_exchange_weak(&bm->state[i], &v, v + 1))
+            return 0;
+    pthread_mutex_lock(&bm->lock);
+    v = atomic_fetch_add(&bm->state[i], 1);
+    int ret = 0;
+    if (!(v & BM_SET)) {
+        bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
+        ret = bm_sync(r);
+        if (ret) {
+            atomic_fetch_sub(&bm->state[i], 1);
+        } else {
+            atomic_fetch_or(&bm->state[i], BM_SET);
+            atomic_fetch_add(&bm->sets, 1);
+        }
+    }
+    pthread_mutex_unlock(&bm->lock);
+    return ret;
+}
+
+static void bm_put(struct raid_bitmap *bm, uint64_t i)
+{
+    atomic_fetch_sub(&bm->state[i], 1);
+    atomic_store(&bm->last[i], atomic_load(&bm->tick));
+}
+
+int raid_bitmap_begin(struct raid_priv *r, uint64_t off, uint64_t len, struct raid_bm_hold *h)
+{
+    struct raid_bitmap *bm = r->bm;
+    h->first = 1;
+    h->last = 0;
+    if (!bm || !bm->area_off || !len)
+        return 0;
+    uint64_t lo, hi;
+    raid_member_span(r, off, len, &lo, &hi);
+    uint64_t first = lo / bm->region, last = (hi - 1) / bm->region;
+    if (last >= bm->nregions)
+        last = bm->nregions - 1;
+    for (uint64_t i = first; i <= last; i++) {
+        int ret = bm_get(r, i);
+        if (ret) {
+            while (i-- > first)
+                bm_put(bm, i);
+            return ret;
+        }
+    }
+    h->first = first;
+    h->last = last;
+    return 0;
+}
+
+void raid_bitmap_end(struct raid_priv *r, struct raid_bm_hold *h)
+{
+    for (uint64_t i = h->first; i <= h->last; i++)
+        bm_put(r->bm, i);
+}
+
+bool raid_bitmap_unsynced(struct raid_priv *r, uint64_t member_off, uint64_t len)
+{
+    struct raid_bitmap *bm = r->bm;
+    if (!bm || !atomic_load_explicit(&bm->resync_pending, memory_order_acquire) || !len)
+        return false;
+    uint64_t first = member_off / bm->region, last = (member_off + len - 1) / bm->region;
+    for (uint64_t i = first; i <= last && i < bm->nregions; i++)
+        if (atomic_load_explicit(&bm->unsynced[i], memory_order_acquire) != BM_SYNCED)
+            return true;
+    return false;
+}
+
+void raid_bitmap_synced(struct raid_priv *r, uint64_t i)
+{
+    struct raid_bitmap *bm = r->bm;
+    uint8_t u = atomic_exchange(&bm->unsynced[i], BM_SYNCED);
+    if (u == BM_PINNED)
+        bm_put(bm, i);
+}
+
+void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from)
+{
+    struct raid_bitmap *bm = r->bm;
+    for (uint64_t i = 0; i < bm->nregions; i++) {
+        uint8_t want = BM_SYNCED;
+        if ((i + 1) * bm->region > from)
+            atomic_compare_exchange_strong(&bm->unsynced[i], &want, BM_UNSYNCED);
+    }
+    atomic_store(&bm->resync_pending, 1);
+}
+
+bool raid_flush_writable(struct raid_priv *r)
+{
+    uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);
+    bool ok = true;
+    for (uint32_t i = 0; i < r->l.g.members; i++)
+        if ((usable & (1u << i)) && rk_dev_flush(r->members[i]))
+            ok = false;
+    return ok;
+}
+
+/* One cleaner pass: regions with their bit set, nothing in flight and no write for the idle
+ * time are candidates; after a flush of the members, each candidate still untouched since the
+ * scan (its state word still exactly BM_SET, its last tick old) loses its bit, and the area is
+ * rewritten. all: every idle region, whatever its age (close). */
+static void bm_clean(struct raid_priv *r, bool all)
+{
+    struct raid_bitmap *bm = r->bm;
+    uint32_t now = atomic_fetch_add(&bm->tick, 1) + 1, n = 0;
+    for (uint64_t i = 0; i < bm->nregions; i++)
+        if (atomic_load(&bm->state[i]) == BM_SET &&
+            (all || now - atomic_load(&bm->last[i]) >= bm->idle_ticks))
+            bm->cand[n++] = (uint32_t)i;
+    if (!n || !raid_flush_writable(r))
+        return;
+    pthread_mutex_lock(&bm->lock);
+    bool changed = false;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = bm->cand[k], v = BM_SET;
+        if (!atomic_compare_exchange_strong(&bm->state[i], &v, 0))
+            continue;
+        /* A write that started and ended since the scan may not be covered by the flush: it
+         * stored a tick >= now - 1. (At close no write runs.) */
+        if (!all && now - atomic_load(&bm->last[i]) < bm->idle_ticks) {
+            atomic_fetch_or(&bm->state[i], BM_SET);
+            continue;
+        }
+        bm_bit(bm, i, false);
+        changed = true;
+    }
+    if (changed) {
+        bm_sync(r);
+        atomic_fetch_add(&bm->clears, 1);
+    }
+    pthread_mutex_unlock(&bm->lock);
+}
+
+static void *bm_cleaner(void *arg)
+{
+    struct raid_priv *r = arg;
+    struct raid_bitmap *bm = r->bm;
+    pthread_mutex_lock(&bm->lock);
+    while (!bm->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t ns = (uint64_t)ts.tv_nsec + bm->tick_ms * 1000000ull;
+        ts.tv_sec += (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
+        pthread_cond_timedwait(&bm->cond, &bm->lock, &ts);
+        if (bm->stop)
+            break;
+        pthread_mutex_unlock(&bm->lock);
+        bm_clean(r, false);
+        pthread_mutex_lock(&bm->lock);
+    }
+    pthread_mutex_unlock(&bm->lock);
+    return NULL;
+}
+
+static void bm_free(struct raid_bitmap *bm)
+{
+    if (!bm)
+        return;
+    pthread_cond_destroy(&bm->cond);
+    pthread_cond_destroy(&bm->wcond);
+    pthread_mutex_destroy(&bm->lock);
+    free(bm->area);
+    free(bm->wbuf);
+    free((void *)bm->state);
+    free((void *)bm->last);
+    free((void *)bm->unsynced);
+    free(bm->cand);
+    free(bm);
+}
+
+void raid_bitmap_destroy(struct raid_priv *r)
+{
+    struct raid_bitmap *bm = r->bm;
+    if (!bm)
+        return;
+    if (bm->has_cleaner) {
+        pthread_mutex_lock(&bm->lock);
+        bm->stop = true;
+        pthread_cond_broadcast(&bm->cond);
+        pthread_mutex_unlock(&bm->lock);
+        pthread_join(bm->cleaner, NULL);
+        bm_clean(r, true);
+    }
+    r->bm = NULL;
+    bm_free(bm);
+}
+
+/* Allocate bm's per-region arrays and the area image. */
+static int bm_alloc(struct raid_bitmap *bm)
+{
+    size_t n = (size_t)bm->nregions;
+    bm->state = calloc(n, sizeof(*bm->state));
+    bm->last = calloc(n, sizeof(*bm->last));
+    bm->unsynced = calloc(n, sizeof(*bm->unsynced));
+    bm->cand = calloc(n, sizeof(*bm->cand));
+    if (bm->area_off) {
+        bm->area = calloc(1, (size_t)bm->area_size);
+        bm->wbuf = rk_buf_alloc((size_t)bm->area_size);
+    }
+    return bm->state && bm->last && bm->unsynced && bm->cand &&
+                   ((bm->area && bm->wbuf) || !bm->area_off)
+               ? 0
+               : -ENOMEM;
+}
+
+/* The largest data area of the array. */
+static uint64_t bm_max_data(const struct raid_priv *r)
+{
+    uint64_t m = 0;
+    for (uint32_t i = 0; i < r->l.g.members; i++)
+        if (r->l.g.data_size[i] > m)
+            m = r->l.g.data_size[i];
+    return m;
+}
+
+/* Regions named in o->bits start set on disk and pinned until a resync reaches them. */
+static void bm_load_bits(struct raid_bitmap *bm, const uint8_t *bits)
+{
+    bool any = false;
+    for (uint64_t i = 0; bits && i < bm->nregions; i++) {
+        if (!((bits[i / 8] >> (i % 8)) & 1))
+            continue;
+        atomic_store(&bm->state[i], BM_SET | 1u);
+        atomic_store(&bm->unsynced[i], BM_PINNED);
+        if (bm->area)
+            bm_bit(bm, i, true);
+        any = true;
+    }
+    atomic_store(&bm->resync_pending, any);
+}
+
+int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts *o)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || !o || r->bm)
+        return -EINVAL;
+    if (!r->l.lvl->reconstruct)
+        return -EOPNOTSUPP; /* nothing to resync: raid_member_span needs a rebuildable layout */
+    uint64_t maxd = bm_max_data(r);
+    uint64_t region = o->region ? o->region : rk_bm_default_region(maxd, r->l.g.chunk);
+    if (region < r->l.g.chunk || (region & (region - 1)))
+        return -EINVAL;
+    struct raid_bitmap *bm = calloc(1, sizeof(*bm));
+    if (!bm)
+        return -ENOMEM;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&bm->lock, NULL);
+    pthread_cond_init(&bm->cond, &ca);
+    pthread_cond_init(&bm->wcond, NULL);
+    pthread_condattr_destroy(&ca);
+    bm->region = region;
+    bm->nregions = (maxd + region - 1) / region;
+    bm->area_off = o->area_offset;
+    bm->area_size = o->area_offset ? o->area_size : 0;
+    if (bm->area_off && bm->area_size < rk_bm_area_size(bm->nregions)) {
+        bm_free(bm);
+        return -EINVAL;
+    }
+    bm->hdr.region = region;
+    bm->hdr.nregions = bm->nregions;
+    bm->hdr.events = o->events;
+    memcpy(bm->hdr.uuid, o->uuid, sizeof(bm->hdr.uuid));
+    uint32_t idle = o->idle_ms ? o->idle_ms : BM_IDLE_MS_DEFAULT;
+    bm->tick_ms = idle < 2 * BM_TICK_MS_DEFAULT ? (idle + 1) / 2 : BM_TICK_MS_DEFAULT;
+    bm->idle_ticks = (uint32_t)((idle + bm->tick_ms - 1) / bm->tick_ms);
+    if (bm->idle_ticks < 2)
+        bm->idle_ticks = 2;
+    int ret = bm_alloc(bm);
+    if (ret) {
+        bm_free(bm);
+        return ret;
+    }
+    bm_load_bits(bm, o->bits);
+    r->bm = bm;
+    if (bm->area_off && pthread_create(&bm->cleaner, NULL, bm_cleaner, r) == 0)
+        bm->has_cleaner = true;
+    return 0;
+}
+
+int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || !s)
+        return -EINVAL;
+    memset(s, 0, sizeof(*s));
+    struct raid_bitmap *bm = r->bm;
+    if (!bm)
+        return 0;
+    s->region = bm->region;
+    s->nregions = bm->nregions;
+    s->on_disk = bm->area_off != 0;
+    for (uint64_t i = 0; i < bm->nregions; i++) {
+        s->set += (atomic_load(&bm->state[i]) & BM_SET) != 0;
+        s->unsynced += atomic_load(&bm->unsynced[i]) != BM_SYNCED;
+    }
+    s->area_sets = atomic_load(&bm->sets);
+    s->area_clears = atomic_load(&bm->clears);
+    return 0;
+}

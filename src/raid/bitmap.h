@@ -1,0 +1,107 @@
+/*
+ * The write-intent bitmap of a raid device (docs/FORMAT.md "Write-intent bitmap",
+ * docs/ARCHITECTURE.md "What is durable when"): a generic layer of the engine, for every level.
+ * The member data area is cut into regions of bm->region bytes (member data-area offsets, the
+ * coordinates of rebuild, scrub and resync). Each region has one atomic state word: bit
+ * BM_SET = its bit is durable in the on-disk area of every writable member, the low bits = the
+ * writes (and resync pins) in flight in it. A foreground write, discard or write-zeroes
+ * (engine.c) counts itself in every region it touches before it reaches the level
+ * (raid_bitmap_begin): an already-set region costs one compare-and-swap; otherwise the region's
+ * bit is written FUA to every writable member first (bm_sync: one area write at a time, shared
+ * by every writer that queued meanwhile). A cleaner thread clears
+ * a region's bit once nothing ran in it for the idle time and a flush of the members completed
+ * after its last write.
+ *
+ * The same regions also record what a resync has not reached yet (bm->unsynced), with or without
+ * an on-disk bitmap: reads of copy levels take the first live copy there (copies_rw.c), the copy
+ * resync copies from, so two reads never disagree.
+ *
+ * Lock order (raid_int.h): bm->lock is taken by a writer before its range lock and never while
+ * holding one; nobody holds it across member I/O (the area write drops it); the area writer
+ * may call raid_fail. Nothing else.
+ */
+#ifndef RK_RAID_BITMAP_H
+#define RK_RAID_BITMAP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "raid/bitmap_disk.h"
+#include "raid/raid_int.h"
+
+#define BM_SET 0x80000000u /* state word: the region's bit is durable on disk */
+
+/* unsynced[] values */
+#define BM_SYNCED   0u
+#define BM_UNSYNCED 1u /* a resync must still reach the region */
+#define BM_PINNED   2u /* unsynced, and its on-disk bit is pinned (counted in state) */
+
+struct raid_bitmap {
+    uint64_t region;   /* member data-area bytes per region (power of two, >= chunk) */
+    uint64_t nregions; /* regions over the largest data area */
+    uint64_t area_off; /* member byte offset of the on-disk area; 0 = no on-disk bitmap */
+    uint64_t area_size;
+    pthread_mutex_t lock; /* area image and area writes; the cleaner's wait */
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC: wakes the cleaner early (stop) */
+    uint8_t *area;        /* the image of the bits (header encoded into wbuf per write) */
+    uint8_t *wbuf;        /* aligned copy being written (bm_sync's one writer) */
+    pthread_cond_t wcond; /* an area write ended */
+    uint64_t gen_want;    /* image changes asked to be durable */
+    uint64_t gen_done;    /* ... made durable by the last completed area write */
+    int gen_err;          /* result of that write */
+    bool writing;         /* an area write runs (bm->lock released meanwhile) */
+    struct rk_bm_hdr hdr;
+    _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
+    _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */
+    _Atomic uint8_t *unsynced;  /* per region: BM_SYNCED / BM_UNSYNCED / BM_PINNED */
+    _Atomic int resync_pending; /* some region is still unsynced */
+    _Atomic uint32_t tick;      /* cleaner ticks (bm->tick_ms each) */
+    uint32_t idle_ticks;        /* ticks without a write before a bit may be cleared (>= 2) */
+    uint64_t tick_ms;
+    uint32_t *cand; /* cleaner scratch: candidate regions */
+    pthread_t cleaner;
+    bool has_cleaner;
+    bool stop;
+    _Atomic uint64_t sets, clears; /* area writes that set / cleared bits (tests, status) */
+};
+
+/* A write's hold on its regions, on the caller's stack (raid_bitmap_begin/end). */
+struct raid_bm_hold {
+    uint64_t first, last; /* regions [first, last]; first > last = none held */
+};
+
+/*
+ * Count a foreground write of array range [off, off+len) in the regions it touches on any
+ * slot, making each region's bit durable on the members first when it is not yet (FUA writes
+ * of the area). Lock-free when every bit is already set. Returns 0 (end with raid_bitmap_end),
+ * or -EIO when the area could be written to too few members (nothing is held then).
+ */
+int raid_bitmap_begin(struct raid_priv *r, uint64_t off, uint64_t len, struct raid_bm_hold *h);
+void raid_bitmap_end(struct raid_priv *r, struct raid_bm_hold *h);
+
+/* Cheap pre-check: a resync is pending (some region unsynced). Lock-free. */
+static inline bool raid_bitmap_resyncing(struct raid_priv *r)
+{
+    return r->bm && atomic_load_explicit(&r->bm->resync_pending, memory_order_acquire);
+}
+
+/* True while a resync runs or is pending and a region of member data-area range
+ * [member_off, member_off+len) is not synced yet. Lock-free. */
+bool raid_bitmap_unsynced(struct raid_priv *r, uint64_t member_off, uint64_t len);
+
+/* The resync reached the end of region i: mark it synced and release its pin. */
+void raid_bitmap_synced(struct raid_priv *r, uint64_t i);
+
+/* Mark every region that ends after member offset from unsynced (a full resync). */
+void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from);
+
+/* Flush every writable (ACTIVE or REBUILDING) member; false when one flush failed. */
+bool raid_flush_writable(struct raid_priv *r);
+
+/* Engine close: stop the cleaner; after a final flush clear every idle unpinned bit on the
+ * members (a clean stop leaves only what a resync still needs), free r->bm. NULL-safe. */
+void raid_bitmap_destroy(struct raid_priv *r);
+
+#endif

@@ -1,0 +1,153 @@
+/* The resync job (job.h, kind RK_JOB_RESYNC): after an unclean shutdown, or as the initial sync
+ * of an array whose members could not be zeroed, bring every unsynced region (bitmap.h) back in
+ * sync through the level's scrub hook with repair: copy levels copy the first live copy over
+ * the others, parity levels recompute parity from the data. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/util.h"
+#include "raid/bitmap.h"
+#include "raid/job.h"
+
+struct resync_ctx {
+    bool full;
+    uint64_t resynced, mismatches, errors;
+};
+
+static void resync_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t end)
+{
+    struct resync_ctx *c = ctx;
+    struct raid_bitmap *bm = r->bm;
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < bm->nregions; i++)
+        n += atomic_load(&bm->unsynced[i]) != BM_SYNCED;
+    rk_info("resync started (%s): %" PRIu64 " of %" PRIu64 " regions of %" PRIu64
+            " bytes, member data [%" PRIu64 ", %" PRIu64 ")",
+            c->full ? "full" : "bitmap", n, bm->nregions, bm->region, start, end);
+}
+
+struct resync_add {
+    uint64_t bytes;
+    bool full;
+};
+
+static void resync_count(struct rk_raid_progress *p, void *arg)
+{
+    struct resync_add *a = arg;
+    p->resynced += a->bytes;
+    p->full = a->full;
+}
+
+/* Resync the unsynced regions' parts inside [pos, pos+len); a region is synced once the step
+ * that reaches its end is done. Read errors are counted and skipped, like scrub does. */
+static int resync_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len)
+{
+    struct resync_ctx *c = ctx;
+    struct raid_bitmap *bm = r->bm;
+    uint64_t end = pos + len, used = r->l.member_used, done = 0, mm = 0;
+    for (uint64_t i = pos / bm->region; i < bm->nregions && i * bm->region < end; i++) {
+        uint64_t rs = i * bm->region, re = rs + bm->region < used ? rs + bm->region : used;
+        if (atomic_load(&bm->unsynced[i]) == BM_SYNCED)
+            continue;
+        uint64_t a = rs > pos ? rs : pos, b = re < end ? re : end;
+        if (a < b) {
+            int rc = r->l.lvl->scrub(r, a, b - a, true, &mm);
+            if (rc == -EIO)
+                c->errors++;
+            else if (rc)
+                return rc;
+            done += b - a;
+        }
+        if (re <= end)
+            raid_bitmap_synced(r, i);
+    }
+    c->resynced += done;
+    c->mismatches += mm;
+    raid_job_count(r, mm, mm, 0);
+    struct resync_add add = {.bytes = done, .full = c->full};
+    raid_job_update(r, resync_count, &add);
+    return 0;
+}
+
+/* Flush the members so that [0, pos) is durable, then let the volume record pos. */
+static void resync_checkpoint(struct raid_priv *r, void *ctx, uint64_t pos)
+{
+    (void)ctx;
+    if (raid_flush_writable(r) && r->ev.resync_checkpoint)
+        r->ev.resync_checkpoint(r->ev.ctx, pos);
+}
+
+static int resync_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
+{
+    struct resync_ctx *c = ctx;
+    (void)pos;
+    if (!err && !raid_flush_writable(r))
+        err = -EIO; /* durable before "no resync needed" is recorded */
+    if (!err) {
+        atomic_store(&r->bm->resync_pending, 0);
+        rk_info("resync finished: %" PRIu64 " bytes per member resynced, %" PRIu64
+                " regions differed (repaired), %" PRIu64 " unreadable",
+                c->resynced, c->mismatches, c->errors);
+    } else {
+        rk_warn("resync stopped: %s; it stays pending", strerror(-err));
+    }
+    if (r->ev.resync_done)
+        r->ev.resync_done(r->ev.ctx, err);
+    free(c);
+    return err;
+}
+
+static const struct raid_job_ops resync_ops = {
+    .kind = RK_JOB_RESYNC,
+    .begin = resync_begin,
+    .step = resync_step,
+    .checkpoint = resync_checkpoint,
+    .finish = resync_finish,
+};
+
+/* The walk of a bitmap resync: from the first unsynced region to the end of the last (an empty
+ * walk [0, 0) when none is), so its time and rate limit follow the marked regions. */
+static void resync_bounds(struct raid_bitmap *bm, uint64_t used, uint64_t *from, uint64_t *end)
+{
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (uint64_t i = 0; i < bm->nregions; i++) {
+        if (atomic_load(&bm->unsynced[i]) == BM_SYNCED)
+            continue;
+        if (lo == UINT64_MAX)
+            lo = i * bm->region;
+        hi = (i + 1) * bm->region;
+    }
+    if (hi > used)
+        hi = used;
+    *from = lo == UINT64_MAX || lo >= hi ? 0 : lo;
+    *end = lo == UINT64_MAX || lo >= hi ? 0 : hi;
+}
+
+int rk_raid_resync_start(struct rk_dev *raid, bool full, uint64_t from, uint64_t rate)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || !r->bm)
+        return -EINVAL;
+    if (!r->l.lvl->reconstruct || !r->l.lvl->scrub)
+        return -EOPNOTSUPP;
+    struct resync_ctx *c = calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->full = full;
+    from = from / r->bm->region * r->bm->region;
+    if (from > r->l.member_used)
+        from = 0;
+    uint64_t end = r->l.member_used;
+    if (full)
+        raid_bitmap_mark_all(r, from);
+    else
+        resync_bounds(r->bm, end, &from, &end);
+    struct raid_job_spec spec = {
+        .ops = &resync_ops, .ctx = c, .start = from, .end = end, .rate = rate};
+    int ret = raid_job_start(r, &spec);
+    if (ret)
+        free(c);
+    return ret;
+}
