@@ -163,7 +163,7 @@ struct raid_priv {
     pthread_cond_t rec_cond;
     _Atomic uint32_t rec_pending; /* FAILED slots whose member_failed has not returned yet */
     _Atomic bool writes_stopped;  /* a failure could not be recorded: writes, flushes -EIO */
-    struct raid_bitmap *bm;                 /* write-intent bitmap (bitmap.h), NULL = none */
+    struct raid_bitmap *bm;       /* write-intent bitmap (bitmap.h), NULL = none */
 };
 
 extern const struct raid_level raid_level_linear;
