@@ -24,7 +24,15 @@ struct rk_create_opts {
     /* Skip the initial zeroing of the data areas (levels with redundancy): the caller promises
      * the members already agree (mirrors equal, parity valid). docs/CLI.md "create". */
     bool assume_clean;
+    /* RAID5/6 write-hole protection (docs/FORMAT.md "Partial parity log"): RK_WRITE_HOLE_DEFAULT
+     * (a partial parity log for raid5/raid6, nothing for the other levels), RK_WRITE_HOLE_NONE
+     * or RK_WRITE_HOLE_PPL (raid5/raid6 only). */
+    int write_hole;
 };
+
+#define RK_WRITE_HOLE_DEFAULT 0
+#define RK_WRITE_HOLE_NONE    1
+#define RK_WRITE_HOLE_PPL     2
 
 /*
  * Create an array over the n member paths (slot i = paths[i]): validate every argument and
