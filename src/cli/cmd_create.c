@@ -57,7 +57,7 @@ int cli_create(int argc, char **argv)
         {"name", required_argument, NULL, 'n'},
         {"size", required_argument, NULL, 's'},
         {"force", no_argument, NULL, 'f'},
-        {"assume-clean", no_argument, NULL, 'A'}, /* long option only */
+        {"assume-clean", no_argument, NULL, 'A'},     /* long option only */
         {"write-hole", required_argument, NULL, 'W'}, /* long option only */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},

@@ -247,8 +247,8 @@ int r5_ppl_start(struct raid_priv *r, bool replay);
  * window's member writes are done. A member that fails its entry write is failed. Returns 0,
  * or -EIO when that lost the array. Caller holds the stripe lock and q a buffer.
  */
-int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
-               uint32_t touched, uint32_t pwrite, struct r5_ppl_tok *tok);
+int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
+               uint32_t pwrite, struct r5_ppl_tok *tok);
 /* The member writes of tok's window are done (successful or not): its entry can retire at the
  * next member flush. No-op for an empty tok. */
 void r5_ppl_done(struct r5_priv *p, const struct r5_ppl_tok *tok);

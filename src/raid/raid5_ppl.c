@@ -47,10 +47,10 @@ struct ppl_ring {
 };
 
 struct r5_ppl {
-    pthread_mutex_t lock; /* everything below; never held across I/O */
-    pthread_cond_t cond;  /* an entry completed, or a reclaim ended */
-    bool on;              /* started (rk_raid_log_start); off: writes log nothing */
-    bool busy;            /* one thread reclaims or adopts (outside the lock) */
+    pthread_mutex_t lock;         /* everything below; never held across I/O */
+    pthread_cond_t cond;          /* an entry completed, or a reclaim ended */
+    bool on;                      /* started (rk_raid_log_start); off: writes log nothing */
+    bool busy;                    /* one thread reclaims or adopts (outside the lock) */
     uint64_t id, off, size, ring; /* generation, member offset and bytes of the region, ring */
     uint32_t cap;
     uint64_t next_seq;
@@ -64,9 +64,10 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
     p->wstep = p->win;
     if (!g->ppl_size)
         return 0;
-    if (g->ppl_offset % RK_PPL_BLOCK || g->ppl_size % RK_PPL_BLOCK || g->ppl_size < 16 * RK_PPL_BLOCK ||
-        g->ppl_offset < RK_PPL_BLOCK || g->ppl_offset > g->data_offset ||
-        g->ppl_size > g->data_offset - g->ppl_offset || !g->ppl_id) {
+    if (g->ppl_offset % RK_PPL_BLOCK || g->ppl_size % RK_PPL_BLOCK ||
+        g->ppl_size < 16 * RK_PPL_BLOCK || g->ppl_offset < RK_PPL_BLOCK ||
+        g->ppl_offset > g->data_offset || g->ppl_size > g->data_offset - g->ppl_offset ||
+        !g->ppl_id) {
         rk_err("raid: partial parity log region [%" PRIu64 ", +%" PRIu64 ") invalid", g->ppl_offset,
                g->ppl_size);
         return -EINVAL;
@@ -114,8 +115,7 @@ void r5_ppl_close(struct r5_priv *p)
 }
 
 /* Where an entry of size bytes fits in ring m (true and *pos), if it does. */
-static bool ring_fit(const struct r5_ppl *L, const struct ppl_ring *m, uint64_t size,
-                     uint64_t *pos)
+static bool ring_fit(const struct r5_ppl *L, const struct ppl_ring *m, uint64_t size, uint64_t *pos)
 {
     if (m->count >= L->cap)
         return false;
@@ -185,8 +185,7 @@ static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_
     }
     wr = raid_slot_mask(r, RAID_STATES_WRITE);
     for (uint32_t s = 0; s < n; s++)
-        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired ||
-            ppl_write_head(r, L, s, upto[s]))
+        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired || ppl_write_head(r, L, s, upto[s]))
             upto[s] = 0;
     pthread_mutex_lock(&L->lock);
     for (uint32_t s = 0; s < n; s++) {
@@ -298,16 +297,16 @@ static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r
         memmove(pay, pq, len);
 }
 
-int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
-               uint32_t touched, uint32_t pwrite, struct r5_ppl_tok *tok)
+int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
+               uint32_t pwrite, struct r5_ppl_tok *tok)
 {
     struct r5_ppl *L = q->p->ppl;
     struct raid_priv *r = q->r;
     tok->n = 0;
     if (!L || !L->on || !touched)
         return 0;
-    struct rk_ppl_entry e = {.id = L->id, .row = g->row, .lo = (uint32_t)w->lo,
-                             .len = (uint32_t)(w->hi - w->lo)};
+    struct rk_ppl_entry e = {
+        .id = L->id, .row = g->row, .lo = (uint32_t)w->lo, .len = (uint32_t)(w->hi - w->lo)};
     for (uint32_t b = g->nd; b < g->n; b++) {
         if (!(pwrite & (1u << b)))
             continue;
@@ -358,8 +357,7 @@ struct ppl_scan {
 
 /* Read slot's region and collect its valid entries newer than its head's retirement point.
  * Untrusted blocks (bad checksum, bounds, generation) are logged and ignored. */
-static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot,
-                          struct ppl_scan *sc)
+static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc)
 {
     const char *who = r->members[slot]->name;
     char err[200];
@@ -375,9 +373,11 @@ static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot,
     if (ret && ret != RK_PPL_ENONE)
         rk_warn("raid: slot %" PRIu32 " (%s): %s; log head ignored", slot, who, err);
     sc->next = h.retired > sc->next ? h.retired : sc->next;
-    struct rk_ppl_limits lim = {.id = L->id, .chunk = r->l.g.chunk,
+    struct rk_ppl_limits lim = {.id = L->id,
+                                .chunk = r->l.g.chunk,
                                 .nd = r->l.g.members - r5_nparity(&r->l),
-                                .np = r5_nparity(&r->l), .rows = r->l.min_data / r->l.g.chunk};
+                                .np = r5_nparity(&r->l),
+                                .rows = r->l.min_data / r->l.g.chunk};
     for (uint64_t pos = 0; pos + RK_PPL_BLOCK <= L->ring;) {
         const char *hb = buf + RK_PPL_BLOCK + pos;
         struct ppl_found x;
@@ -520,8 +520,8 @@ static void ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if ((raid_slot_mask(r, RAID_STATES_WRITE) & (1u << s)) && rk_dev_flush(r->members[s]))
             raid_fail(r, s, -EIO);
-    rk_info("raid: partial parity log replayed: %d stripe window%s made consistent, %d left",
-            done, done == 1 ? "" : "s", skipped);
+    rk_info("raid: partial parity log replayed: %d stripe window%s made consistent, %d left", done,
+            done == 1 ? "" : "s", skipped);
 }
 
 int r5_ppl_start(struct raid_priv *r, bool replay)

@@ -83,8 +83,8 @@ int rk_ppl_head_decode(const uint8_t *buf, uint64_t id, struct rk_ppl_head *h, c
 void rk_ppl_entry_encode(struct rk_ppl_entry *e, uint8_t *out, const void *payload);
 /* Decode and bound an entry header. Returns 0 and *e, or RK_PPL_ENONE / RK_PPL_EBAD /
  * RK_PPL_EFIELD / RK_PPL_ESTALE with one line in err. The payload is checked separately. */
-int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim,
-                        struct rk_ppl_entry *e, char *err, size_t errlen);
+int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, struct rk_ppl_entry *e,
+                        char *err, size_t errlen);
 /* Check the payload (rk_ppl_payload_bytes(e) bytes) against e->payload_crc: 0 or RK_PPL_EBAD
  * with err. */
 int rk_ppl_payload_check(const struct rk_ppl_entry *e, const void *payload, char *err,

@@ -131,8 +131,8 @@ static int ppl_check_ranges(const struct rk_ppl_entry *e, const struct rk_ppl_li
     return 0;
 }
 
-int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim,
-                        struct rk_ppl_entry *e, char *err, size_t errlen)
+int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, struct rk_ppl_entry *e,
+                        char *err, size_t errlen)
 {
     int r = ppl_open_block(buf, RK_PPL_ENTRY_MAGIC, lim->id, "log entry", err, errlen);
     if (r)
@@ -147,10 +147,9 @@ int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim,
     e->nranges = rk_get_le32(buf + PPL_OFF_NR);
     e->payload_crc = rk_get_le32(buf + PPL_OFF_PCRC);
     uint32_t allowed = lim->np == 2 ? RK_PPL_HAS_P | RK_PPL_HAS_Q : RK_PPL_HAS_P;
-    if (e->row >= lim->rows || e->len == 0 || e->len % 512 || e->lo % 512 ||
-        e->lo >= lim->chunk || e->len > lim->chunk - e->lo || !e->flags ||
-        (e->flags & ~allowed) || e->nranges == 0 || e->nranges > lim->nd ||
-        rk_ppl_entry_bytes(e) > lim->room) {
+    if (e->row >= lim->rows || e->len == 0 || e->len % 512 || e->lo % 512 || e->lo >= lim->chunk ||
+        e->len > lim->chunk - e->lo || !e->flags || (e->flags & ~allowed) || e->nranges == 0 ||
+        e->nranges > lim->nd || rk_ppl_entry_bytes(e) > lim->room) {
         rk_set_err(err, errlen,
                    "log entry %" PRIu64 ": stripe %" PRIu64 ", window [%" PRIu32 ", +%" PRIu32
                    "), flags %" PRIu32 " or %" PRIu32 " ranges out of bounds",
