@@ -88,8 +88,8 @@ struct r5_priv {
     uint64_t wstep;     /* columns per partial-stripe write window (<= win; the log's bound) */
 };
 
-/* A pool buffer: (members + 2) block windows plus this much for a log entry's header. */
-#define R5_BUF_EXTRA 4096u
+/* A pool buffer: (members + 2) block windows plus this much for two log entries' headers. */
+#define R5_BUF_EXTRA 8192u
 
 /* Where the blocks of one stripe live. */
 struct r5_geo {
@@ -243,15 +243,17 @@ int r5_ppl_start(struct raid_priv *r, bool replay);
  * The write step between parity computation and commit: when the log is on and window w of
  * stripe g writes the data blocks in touched and the parity blocks in pwrite (q's P/Q buffers
  * hold the new parity), write its entry with FUA on each written parity block's member and
- * wait (for ring room first, if needed). *tok tells r5_ppl_done what to complete once the
- * window's member writes are done. A member that fails its entry write is failed. Returns 0,
- * or -EIO when that lost the array. Caller holds the stripe lock and q a buffer.
+ * wait (for ring room first, if needed): P's member gets PP, Q's member PQ. *tok tells
+ * r5_ppl_done what to complete once the window's member writes are done. A member that fails its
+ * entry write is failed. Returns 0, or -EIO when that lost the array. Caller holds the stripe lock
+ * and q a buffer.
  */
 int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
                uint32_t pwrite, struct r5_ppl_tok *tok);
 /* The member writes of tok's window are done (successful or not): its entry can retire at the
- * next member flush. No-op for an empty tok. */
-void r5_ppl_done(struct r5_priv *p, const struct r5_ppl_tok *tok);
+ * next member flush. When one of its rings is half full, this call reclaims it (flushes the
+ * members and writes the heads) before returning. No-op for an empty tok. */
+void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok);
 
 /* ---- raid5_rebuild.c ---- */
 

@@ -159,18 +159,11 @@ static uint64_t ring_first_open(const struct r5_ppl *L, const struct ppl_ring *m
     return L->next_seq;
 }
 
-/*
- * Make room (lock held; returns with it held, after waiting or working): wait while another
- * thread is busy or while the oldest entry of blocked is still in flight; otherwise flush every
- * writable member (so every completed stripe write is durable), write the new retirement points
- * into the heads and drop the retired entries.
- */
-static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
+/* Flush every writable member (so every completed stripe write is durable), write the new
+ * retirement points into the heads and drop the retired entries. Lock held, not busy; the lock
+ * is dropped during the I/O (busy keeps other reclaims and adoptions out). */
+static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
 {
-    if (L->busy || (blocked->count && !blocked->q[blocked->first].done)) {
-        pthread_cond_wait(&L->cond, &L->lock);
-        return;
-    }
     uint64_t upto[RK_MAX_MEMBERS];
     uint32_t n = r->l.g.members;
     L->busy = true;
@@ -202,6 +195,26 @@ static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_
     pthread_cond_broadcast(&L->cond);
 }
 
+/* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
+ * after waiting or working): wait while another thread is busy or while the oldest entry of
+ * blocked is still in flight, else reclaim. */
+static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
+{
+    if (L->busy || (blocked->count && !blocked->q[blocked->first].done))
+        pthread_cond_wait(&L->cond, &L->lock);
+    else
+        ppl_reclaim_work(r, L);
+}
+
+/* Bytes of ring m in use (from its oldest live entry to its head). */
+static uint64_t ring_used(const struct r5_ppl *L, const struct ppl_ring *m)
+{
+    if (!m->count)
+        return 0;
+    uint64_t tail = m->q[m->first].pos;
+    return m->head > tail ? m->head - tail : L->ring - tail + m->head;
+}
+
 /* Ring slot belongs to another member than the one this session set up (a member added since):
  * write its head so no entry of its earlier life counts, and start its ring empty. Lock held,
  * not busy; returns with it held. */
@@ -222,8 +235,8 @@ static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
 }
 
 /* Reserve an entry of size bytes on the rings of slots[0..n-1] (waiting for room); returns its
- * seq and the position on each. false when the log was turned off meanwhile. */
-static bool ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
+ * seq and the position on each. */
+static void ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
                       uint64_t size, uint64_t *seq, uint64_t *pos)
 {
     pthread_mutex_lock(&L->lock);
@@ -250,12 +263,11 @@ static bool ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slo
         m->head = pos[i] + size;
     }
     pthread_mutex_unlock(&L->lock);
-    return true;
 }
 
-void r5_ppl_done(struct r5_priv *p, const struct r5_ppl_tok *tok)
+void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
 {
-    struct r5_ppl *L = p->ppl;
+    struct r5_ppl *L = q->p->ppl;
     if (!L || !tok->n)
         return;
     pthread_mutex_lock(&L->lock);
@@ -270,38 +282,50 @@ void r5_ppl_done(struct r5_priv *p, const struct r5_ppl_tok *tok)
         }
     }
     pthread_cond_broadcast(&L->cond);
+    /* Reclaim early, before writers have to wait: once a ring is half full and its oldest entry
+     * is complete, this writer (its own stripe write is done) flushes and retires. */
+    for (int i = 0; i < tok->n && !L->busy; i++) {
+        const struct ppl_ring *m = &L->m[tok->slot[i]];
+        if (m->count && m->q[m->first].done && ring_used(L, m) > L->ring / 2) {
+            ppl_reclaim_work(q->r, L);
+            break;
+        }
+    }
     pthread_mutex_unlock(&L->lock);
 }
 
-/* The partial parities of window w into pay: the new parity (already in q's P and Q buffers)
- * minus the new data of every touched range; PP then PQ as flags say. */
+/* The partial parities of window w: the new parity (already in q's P and Q buffers) minus the
+ * new data of every touched range, PP into pp and (np == 2) PQ into pq. */
 static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
-                        uint32_t touched, uint32_t flags, char *pay)
+                        uint32_t touched, char *pp, char *pq)
 {
     uint32_t nd = g->nd;
     uint64_t len = w->hi - w->lo;
-    char *pp = pay, *pq = pay + len;
     memcpy(pp, r5_blk(q, nd), len);
-    if (flags & RK_PPL_HAS_Q)
+    if (g->np == 2)
         memcpy(pq, r5_blk(q, nd + 1), len);
     for (uint32_t k = 0; k < nd; k++) {
         if (!(touched & (1u << k)))
             continue;
         uint64_t off = w->a[k] - w->lo, n = w->b[k] - w->a[k];
-        if (flags & RK_PPL_HAS_Q)
+        if (g->np == 2)
             rk_parity_rmw(2, (int)k, n, pp + off, pq + off, w->src[k], q->p->zero);
         else
             rk_parity_xor_into(n, pp + off, w->src[k]);
     }
-    if (!(flags & RK_PPL_HAS_P))
-        memmove(pay, pq, len);
 }
 
+/*
+ * Each parity member gets the entry of its own parity: P's member PP (RK_PPL_HAS_P), Q's member
+ * PQ (RK_PPL_HAS_Q), with the same seq. The two entries sit in the spare blocks of the pool
+ * buffer: [header P | PP] [header Q | PQ], each 4 KiB + len rounded up to 4 KiB.
+ */
 int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
                uint32_t pwrite, struct r5_ppl_tok *tok)
 {
     struct r5_ppl *L = q->p->ppl;
     struct raid_priv *r = q->r;
+    uint32_t nt = 0, blk[2];
     tok->n = 0;
     if (!L || !L->on || !touched)
         return 0;
@@ -310,31 +334,35 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     for (uint32_t b = g->nd; b < g->n; b++) {
         if (!(pwrite & (1u << b)))
             continue;
-        e.flags |= b == g->nd ? RK_PPL_HAS_P : RK_PPL_HAS_Q;
-        tok->slot[tok->n++] = g->slot[b];
+        blk[nt] = b;
+        tok->slot[nt++] = g->slot[b];
     }
-    if (!tok->n)
+    if (!nt)
         return 0;
     for (uint32_t k = 0; k < g->nd; k++)
         if (touched & (1u << k))
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
-    /* Header and payload in the two spare blocks of the pool buffer (plus its extra 4 KiB). */
-    char *hdr = r5_blk(q, g->n), *pay = hdr + RK_PPL_BLOCK;
-    uint64_t size = rk_ppl_entry_bytes(&e), paylen = rk_ppl_payload_bytes(&e);
-    ppl_partial(q, g, w, touched, e.flags, pay);
-    memset(pay + paylen, 0, size - RK_PPL_BLOCK - paylen);
-    uint64_t pos[2];
-    ppl_alloc(r, L, tok->slot, tok->n, size, &e.seq, pos);
+    e.flags = RK_PPL_HAS_P;
+    uint64_t size = rk_ppl_entry_bytes(&e), pos[2];
+    char *buf[2] = {r5_blk(q, g->n), r5_blk(q, g->n) + size};
+    ppl_partial(q, g, w, touched, buf[0] + RK_PPL_BLOCK, buf[1] + RK_PPL_BLOCK);
+    ppl_alloc(r, L, tok->slot, (int)nt, size, &e.seq, pos);
     tok->seq = e.seq;
-    rk_ppl_entry_encode(&e, (uint8_t *)hdr, pay);
+    tok->n = (int)nt;
     struct rk_io io[2];
-    for (int i = 0; i < tok->n; i++)
-        rk_io_init(&io[i], r->members[tok->slot[i]], RK_OP_WRITE, hdr, size,
+    for (uint32_t i = 0; i < nt; i++) {
+        uint32_t which = blk[i] == g->nd ? 0 : 1;
+        char *b = buf[which];
+        e.flags = which ? RK_PPL_HAS_Q : RK_PPL_HAS_P;
+        memset(b + RK_PPL_BLOCK + e.len, 0, size - RK_PPL_BLOCK - e.len);
+        rk_ppl_entry_encode(&e, (uint8_t *)b, b + RK_PPL_BLOCK);
+        rk_io_init(&io[i], r->members[tok->slot[i]], RK_OP_WRITE, b, size,
                    L->off + RK_PPL_BLOCK + pos[i], RK_WRITE_FUA);
-    if (!rk_io_run(&q->batch, io, tok->n))
+    }
+    if (!rk_io_run(&q->batch, io, (int)nt))
         return 0;
     /* A parity member that cannot take its log entry is failed: its parity is not written. */
-    for (int i = 0; i < tok->n; i++)
+    for (uint32_t i = 0; i < nt; i++)
         if (io[i].result)
             raid_fail(r, tok->slot[i], io[i].result);
     return r5_alive(r) ? 0 : -EIO;
@@ -496,7 +524,8 @@ static int ppl_apply(struct r5_req *q, const struct ppl_found *x)
     return got ? 1 : -1;
 }
 
-/* Replay the entries sc found, in seq order (an entry found on P's and Q's member once). */
+/* Replay the entries sc found, in seq order (raid6: P's and Q's entry of one write each fix
+ * their own parity; with all data readable both recompute both, which is idempotent). */
 static void ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
 {
     struct r5_req q;
@@ -505,8 +534,6 @@ static void ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
     r5_req_init(&q, r, 0);
     r5_req_buf(&q);
     for (size_t i = 0; i < sc->nf; i++) {
-        if (i && sc->f[i].e.seq == sc->f[i - 1].e.seq)
-            continue;
         int ret = ppl_apply(&q, &sc->f[i]);
         done += ret > 0;
         if (ret < 0) {

@@ -185,7 +185,7 @@ static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struc
     ret = r5_ppl_log(q, g, w, pl.touched, pl.pwrite, &tok);
     if (!ret)
         ret = r5w_commit(q, g, w, ce, &pl);
-    r5_ppl_done(q->p, &tok);
+    r5_ppl_done(q, &tok);
     return ret;
 }
 
