@@ -51,12 +51,27 @@ struct r5_ppl {
     pthread_cond_t cond;          /* an entry completed, or a reclaim ended */
     bool on;                      /* started (rk_raid_log_start); off: writes log nothing */
     bool busy;                    /* one thread reclaims or adopts (outside the lock) */
+    int waiters;                  /* threads in ppl_wait */
     uint64_t id, off, size, ring; /* generation, member offset and bytes of the region, ring */
     uint32_t cap;
     uint64_t next_seq;
     char *hbuf; /* head block of the thread that is busy */
     struct ppl_ring m[RK_MAX_MEMBERS];
 };
+
+/* Wait for cond (lock held) / wake the waiters, if any (lock held). */
+static void ppl_wait(struct r5_ppl *L)
+{
+    L->waiters++;
+    pthread_cond_wait(&L->cond, &L->lock);
+    L->waiters--;
+}
+
+static void ppl_wake(struct r5_ppl *L)
+{
+    if (L->waiters)
+        pthread_cond_broadcast(&L->cond);
+}
 
 int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
 {
@@ -192,7 +207,7 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
         }
     }
     L->busy = false;
-    pthread_cond_broadcast(&L->cond);
+    ppl_wake(L);
 }
 
 /* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
@@ -201,7 +216,7 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
 static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
 {
     if (L->busy || (blocked->count && !blocked->q[blocked->first].done))
-        pthread_cond_wait(&L->cond, &L->lock);
+        ppl_wait(L);
     else
         ppl_reclaim_work(r, L);
 }
@@ -231,7 +246,7 @@ static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     m->retired = retired;
     m->head = m->first = m->count = 0;
     L->busy = false;
-    pthread_cond_broadcast(&L->cond);
+    ppl_wake(L);
 }
 
 /* Reserve an entry of size bytes on the rings of slots[0..n-1] (waiting for room); returns its
@@ -244,7 +259,7 @@ static void ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slo
         struct ppl_ring *m = &L->m[slots[i]];
         if (m->dev != r->members[slots[i]]) {
             if (L->busy)
-                pthread_cond_wait(&L->cond, &L->lock);
+                ppl_wait(L);
             else
                 ppl_adopt(r, L, slots[i]);
             i = 0;
@@ -281,7 +296,7 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
             }
         }
     }
-    pthread_cond_broadcast(&L->cond);
+    ppl_wake(L);
     /* Reclaim early, before writers have to wait: once a ring is half full and its oldest entry
      * is complete, this writer (its own stripe write is done) flushes and retires. */
     for (int i = 0; i < tok->n && !L->busy; i++) {
