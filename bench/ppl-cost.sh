@@ -81,7 +81,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 json=$OUT_DIR/$level-$mode-$w-r$r.json
                 # shellcheck disable=SC2046
                 fio --name="$w" --ioengine=nbd --uri="$uri" $(wl_opts "$w" "$nd") \
-                    --size="$((vsize / (nd * CHUNK_K * 1024) * nd * CHUNK_K * 1024))" \
+                    --size="$(((vsize / (nd * CHUNK_K * 1024)) * nd * CHUNK_K * 1024))" \
                     --time_based --runtime="$RUNTIME" --randseed=42 --output-format=json \
                     --output="$json" >"$json.err" 2>&1 || { cat "$json.err" >&2; exit 1; }
                 line=$("$PY" -c '

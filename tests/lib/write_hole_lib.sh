@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Field case C01 (write hole, dirty + degraded), shared by C01_write_hole_raid5.sh and
 # C01_write_hole_raid6.sh; sourced after tests/lib/common.sh, tests/lib/torture_lib.sh and
 # rk_init. The cut: a 4 KiB gen-2 write at array offset 0 reaches the data member, then the
