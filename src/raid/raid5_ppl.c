@@ -230,14 +230,39 @@ static uint64_t ring_used(const struct r5_ppl *L, const struct ppl_ring *m)
     return m->head > tail ? m->head - tail : L->ring - tail + m->head;
 }
 
-/* Ring slot belongs to another member than the one this session set up (a member added since):
- * write its head so no entry of its earlier life counts, and start its ring empty. Lock held,
- * not busy; returns with it held. */
+/* One valid live entry found by the scan; payload points into the scan buffer of its slot. */
+struct ppl_found {
+    struct rk_ppl_entry e;
+    const char *payload;
+};
+
+struct ppl_scan {
+    char *buf[RK_MAX_MEMBERS]; /* region image of each readable slot, NULL: none */
+    struct ppl_found *f;
+    size_t nf, cap;
+    uint64_t next; /* > every seq seen, >= every retirement point */
+};
+
+static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot,
+                          struct ppl_scan *sc);
+
+/* Ring slot belongs to another member than the one this session set up (a member added since,
+ * maybe one that was in the array before): seq numbers continue above every entry its log
+ * holds, its head voids them all, and its ring starts empty. Lock held, not busy; returns with
+ * it held. */
 static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
 {
     struct rk_dev *dev = r->members[slot];
-    uint64_t retired = L->next_seq;
+    struct ppl_scan sc = {.next = 1};
     L->busy = true;
+    pthread_mutex_unlock(&L->lock);
+    ppl_scan_slot(r, L, slot, &sc);
+    free(sc.buf[slot]);
+    free(sc.f);
+    pthread_mutex_lock(&L->lock);
+    if (sc.next > L->next_seq)
+        L->next_seq = sc.next;
+    uint64_t retired = L->next_seq;
     pthread_mutex_unlock(&L->lock);
     int ret = ppl_write_head(r, L, slot, retired);
     pthread_mutex_lock(&L->lock);
@@ -384,19 +409,6 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
 }
 
 /* ---- replay and start ---- */
-
-/* One valid live entry found by the scan; payload points into the scan buffer of its slot. */
-struct ppl_found {
-    struct rk_ppl_entry e;
-    const char *payload;
-};
-
-struct ppl_scan {
-    char *buf[RK_MAX_MEMBERS]; /* region image of each readable slot, NULL: none */
-    struct ppl_found *f;
-    size_t nf, cap;
-    uint64_t next; /* > every seq seen, >= every retirement point */
-};
 
 /* Read slot's region and collect its valid entries newer than its head's retirement point.
  * Untrusted blocks (bad checksum, bounds, generation) are logged and ignored. */
