@@ -238,6 +238,64 @@ static void test_replay_raid6(void **state)
     run_replay(RK_LEVEL_RAID6, 4, 1u << 0); /* without Q's member: P's log */
 }
 
+/* Highest valid entry seq in the log region of member m (0: none), and its head's retired. */
+static uint64_t log_max_seq(struct rk_dev *m, uint64_t *retired)
+{
+    uint8_t *buf = rk_buf_alloc(512 * 1024);
+    struct rk_ppl_limits lim = {.id = 77, .chunk = CHUNK, .nd = 2, .np = 1, .rows = DSIZE / CHUNK};
+    struct rk_ppl_entry e;
+    struct rk_ppl_head h = {0};
+    char err[256];
+    uint64_t max = 0;
+    assert_int_equal(rk_dev_read(m, buf, 512 * 1024, 512 * 1024), 0);
+    assert_int_equal(rk_ppl_head_decode(buf, 77, &h, err, sizeof(err)), 0);
+    *retired = h.retired;
+    for (uint64_t pos = RK_PPL_BLOCK; pos < 512 * 1024; pos += RK_PPL_BLOCK) {
+        lim.room = 512 * 1024 - pos;
+        if (!rk_ppl_entry_decode(buf + pos, &lim, &e, err, sizeof(err)) && e.seq > max)
+            max = e.seq;
+    }
+    free(buf);
+    return max;
+}
+
+/* A member that comes back into its slot (re-added after a failure) still holds entries of its
+ * earlier life: its head must void them before its first new entry, with seq numbers above them,
+ * although the rest of the array moved on with lower seqs (here: a fresh session). */
+static void test_member_added_back(void **state)
+{
+    (void)state;
+    struct rk_dev *mem[3];
+    rk_test_mem_members(mem, 3, DOFF + DSIZE, 4096);
+    struct rk_dev *raid = open_arr(RK_LEVEL_RAID5, 3, mem, 0, false);
+    uint8_t *b = rk_buf_alloc(4096);
+    uint64_t seed = 7, r0, old_retired;
+    for (int i = 0; i < 200; i++) {
+        rk_test_fill64(b, 4096, i);
+        uint64_t off = rk_test_xorshift(&seed) % (raid->size / 4096) * 4096;
+        assert_int_equal(rk_dev_write(raid, b, 4096, off, 0), 0);
+    }
+    rk_dev_close(raid);
+    uint64_t old_max = log_max_seq(mem[2], &old_retired);
+    assert_true(old_max > 0);
+    /* The other members' logs forget that life: a fresh start without slot 2. */
+    static uint8_t zero[512 * 1024];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(rk_dev_write(mem[i], zero, sizeof(zero), 512 * 1024, 0), 0);
+    raid = open_arr(RK_LEVEL_RAID5, 3, mem, 1u << 2, false);
+    assert_int_equal(rk_raid_add_member(raid, 2, mem[2]), 0);
+    for (int i = 0; i < 50; i++) {
+        rk_test_fill64(b, 4096, i);
+        assert_int_equal(rk_dev_write(raid, b, 4096, (uint64_t)i * 2 * CHUNK, 0), 0);
+    }
+    uint64_t new_max = log_max_seq(mem[2], &r0);
+    assert_true(r0 > old_max); /* every entry of its earlier life is void */
+    assert_true(new_max >= r0);
+    rk_dev_close(raid);
+    free(b);
+    rk_test_close_members(mem, 3);
+}
+
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
@@ -246,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_replay_raid5),
         cmocka_unit_test(test_replay_raid6),
+        cmocka_unit_test(test_member_added_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
