@@ -233,12 +233,12 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
      * recomputed (write hole), so a dirty degraded parity array needs --force, unless its
      * write log closes the hole: a writable open replays it before serving (vol_start_log). */
     bool hole = rk_level_write_hole(v->sb.level);
-    v->log_replay = hole && v->sb.write_hole != RK_SB_WH_NONE && !v->read_only;
+    v->log_closes_hole = hole && v->sb.write_hole != RK_SB_WH_NONE && !v->read_only;
     if (hole && v->sb.write_hole == RK_SB_WH_NONE)
         rk_warn("array %s has no write-hole protection (created without a partial parity "
                 "log): a crash while degraded can corrupt data",
                 a->uuid);
-    if (v->sb.dirty == RK_SB_DIRTY && a->nout > 0 && !a->o->force && hole && !v->log_replay) {
+    if (v->sb.dirty == RK_SB_DIRTY && a->nout > 0 && !a->o->force && hole && !v->log_closes_hole) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",

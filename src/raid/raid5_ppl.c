@@ -557,7 +557,8 @@ static void ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
 {
     struct r5_req q;
     int done = 0, skipped = 0;
-    qsort(sc->f, sc->nf, sizeof(*sc->f), ppl_found_cmp);
+    if (sc->nf)
+        qsort(sc->f, sc->nf, sizeof(*sc->f), ppl_found_cmp);
     r5_req_init(&q, r, 0);
     r5_req_buf(&q);
     for (size_t i = 0; i < sc->nf; i++) {
