@@ -37,6 +37,11 @@ struct rk_raid_geom {
     uint32_t chunk;                     /* chunk size in bytes (power of two) */
     uint64_t data_offset;               /* bytes from member start to its data area */
     uint64_t data_size[RK_MAX_MEMBERS]; /* usable data bytes of each slot (chunk multiple) */
+    /* raid5/raid6 partial parity log (docs/FORMAT.md "Partial parity log"): the region
+     * [ppl_offset, ppl_offset + ppl_size) of every member's metadata area (bytes, 4 KiB aligned,
+     * below data_offset) and the generation stamped in its blocks. ppl_size 0: no log. The log
+     * is used only once rk_raid_log_start has run. */
+    uint64_t ppl_offset, ppl_size, ppl_id;
 };
 
 /* Parse "linear", "0", "raid0", "1", "raid1", "10", "raid10", "5", "raid5", "6", "raid6".
@@ -143,6 +148,17 @@ struct rk_raid_events {
  */
 int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
                  const struct rk_raid_events *ev, struct rk_dev **out);
+
+/*
+ * Start the level's write log of a raid device opened with one (raid5/raid6 with a partial
+ * parity log), before the first write: with replay (the last shutdown was unclean), every valid
+ * entry newer than the log's durable retirement point is replayed first, so stripes a crash
+ * left half written get parity that matches their data (docs/FORMAT.md "Partial parity log");
+ * then the log restarts empty. Read-only volumes do not call it (no writes, no log). Returns
+ * 0 (also for levels and arrays without a log) or -errno (a member failed to take the log's
+ * writes, or memory ran out); problems with single entries are logged and the entry ignored.
+ */
+int rk_raid_log_start(struct rk_dev *raid, bool replay);
 
 /* Current state of slot (enum rk_slot_state) of a raid device; -EINVAL for a bad slot. */
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot);

@@ -28,7 +28,15 @@ struct rk_create_opts {
      * no_bitmap = none; bitmap_region = data bytes per bit, 0 = chosen from the member size. */
     bool no_bitmap;
     uint64_t bitmap_region;
+    /* RAID5/6 write-hole protection (docs/FORMAT.md "Partial parity log"): RK_WRITE_HOLE_DEFAULT
+     * (a partial parity log for raid5/raid6, nothing for the other levels), RK_WRITE_HOLE_NONE
+     * or RK_WRITE_HOLE_PPL (raid5/raid6 only). */
+    int write_hole;
 };
+
+#define RK_WRITE_HOLE_DEFAULT 0
+#define RK_WRITE_HOLE_NONE    1
+#define RK_WRITE_HOLE_PPL     2
 
 /*
  * Create an array over the n member paths (slot i = paths[i]): validate every argument and

@@ -14,7 +14,7 @@
 static const char create_usage[] =
     "Usage: raidkit create --level LEVEL [--chunk SIZE] [--name NAME] [--size SIZE] [--force]\n"
     "                      [--assume-clean] [--bitmap internal|none] [--bitmap-region SIZE]\n"
-    "                      MEMBER...\n"
+    "                      [--write-hole ppl|none] MEMBER...\n"
     "\n"
     "Write a raidkit superblock to every MEMBER (in slot order) and build a new array.\n"
     "\n"
@@ -32,12 +32,29 @@ static const char create_usage[] =
     "      --bitmap-region SIZE\n"
     "                     data bytes per bitmap bit, a power of two >= 64K and >= the chunk\n"
     "                     (default: the smallest that fits one 4 KiB bitmap block)\n"
+    "      --write-hole ppl|none  raid5/raid6: close the write hole with a partial parity log\n"
+    "                     in every member's metadata area (default ppl), or not (none: a crash\n"
+    "                     while degraded can corrupt data, and such a start needs --force)\n"
     "  -h, --help         show this help\n"
     "\n"
     "Members need at least 1 MiB (superblock and metadata area) plus one chunk. Every argument\n"
     "and member is checked before anything is written. With redundancy (raid1/10/5/6) the\n"
     "members' data areas are zeroed (hole punch / BLKZEROOUT) so the array starts consistent.\n"
     "Example: raidkit create --level 10 --size 1G m0.img m1.img m2.img m3.img\n";
+
+/* --write-hole ppl|none; 0, or -1 after a usage message. */
+static int create_write_hole_opt(const char *arg, int *mode)
+{
+    if (!strcmp(arg, "ppl"))
+        *mode = RK_WRITE_HOLE_PPL;
+    else if (!strcmp(arg, "none"))
+        *mode = RK_WRITE_HOLE_NONE;
+    else {
+        fprintf(stderr, "raidkit create: bad --write-hole '%s' (ppl or none)\n", arg);
+        return -1;
+    }
+    return 0;
+}
 
 int cli_create(int argc, char **argv)
 {
@@ -50,6 +67,7 @@ int cli_create(int argc, char **argv)
         {"assume-clean", no_argument, NULL, 'A'}, /* long option only */
         {"bitmap", required_argument, NULL, 'B'},
         {"bitmap-region", required_argument, NULL, 'R'},
+        {"write-hole", required_argument, NULL, 'W'}, /* long option only */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -113,6 +131,10 @@ int cli_create(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             o.bitmap_region = v;
+            break;
+        case 'W':
+            if (create_write_hole_opt(optarg, &o.write_hole))
+                return CLI_EXIT_USAGE;
             break;
         case 'h':
             fputs(create_usage, stdout);

@@ -352,6 +352,27 @@ static int create_write_bitmap(const struct create_member *c, const struct rk_sb
     return r;
 }
 
+/* Write-hole protection: raid5/raid6 get a partial parity log in [512 KiB, data_offset) of
+ * every member unless o says none (the metadata area is zeroed below, so the log starts empty);
+ * its generation comes from the array UUID, so entries of an earlier array never count. */
+static int create_write_hole(struct rk_sb *sb, const struct rk_create_opts *o, char *err,
+                             size_t errlen)
+{
+    bool hole = rk_level_write_hole(o->level);
+    if (o->write_hole == RK_WRITE_HOLE_PPL && !hole) {
+        rk_set_err(err, errlen, "--write-hole ppl: %s has no parity (raid5 and raid6 only)",
+                   rk_level_name(o->level));
+        return -EINVAL;
+    }
+    if (!hole || o->write_hole == RK_WRITE_HOLE_NONE)
+        return 0;
+    sb->write_hole = RK_SB_WH_PPL;
+    sb->journal_offset = RK_SB_PPL_OFFSET;
+    sb->journal_size = sb->data_offset - RK_SB_PPL_OFFSET;
+    sb->ppl_id = rk_get_le64(sb->array_uuid) | 1;
+    return 0;
+}
+
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen)
 {
@@ -425,6 +446,9 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
     sb->ctime = sb->utime = (uint64_t)time(NULL);
     memcpy(sb->name, name, strlen(name));
     r = create_random_uuid(sb->array_uuid, err, errlen);
+    if (r)
+        goto out;
+    r = create_write_hole(sb, o, err, errlen);
     if (r)
         goto out;
     for (int i = 0; i < n; i++) {

@@ -130,6 +130,9 @@ static char *info_text(const struct meta_scan *s)
         info_printf(&b, "  array size:   %" PRIu64 " bytes (%s)\n", sb->array_size,
                     rk_format_size(sb->array_size, sz, sizeof(sz)));
         info_printf(&b, "  data offset:  %" PRIu64 " bytes\n", sb->data_offset);
+        if (rk_level_write_hole(sb->level))
+            info_printf(&b, "  write hole:   %s\n",
+                        sb->write_hole == RK_SB_WH_PPL ? "closed (partial parity log)" : "open");
         info_printf(&b, "  event:        %" PRIu64 "\n", sb->events);
         info_printf(&b, "  state:        %s\n", sb->dirty == RK_SB_DIRTY ? "dirty" : "clean");
         if (sb->bitmap_offset)
@@ -217,6 +220,9 @@ static char *info_json(const struct meta_scan *s)
             cJSON_AddNumberToObject(a, "members", sb->members);
             cJSON_AddNumberToObject(a, "size", (double)sb->array_size);
             cJSON_AddNumberToObject(a, "data_offset", (double)sb->data_offset);
+            if (rk_level_write_hole(sb->level))
+                cJSON_AddStringToObject(a, "write_hole",
+                                        sb->write_hole == RK_SB_WH_PPL ? "ppl" : "none");
             cJSON_AddNumberToObject(a, "event", (double)sb->events);
             cJSON_AddBoolToObject(a, "clean", sb->dirty == RK_SB_CLEAN);
             cJSON_AddNumberToObject(a, "bitmap_region", (double)sb->bitmap_region);

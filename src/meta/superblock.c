@@ -18,7 +18,8 @@
  *  96 array_size u64  104 events u64  112 ctime u64  120 utime u64  128 bitmap_offset u64
  * 136 bitmap_size u64  144 journal_offset u64  152 journal_size u64  160 name[32]
  * 192 resync_flags u32  196 reserved u32  200 resync_offset u64  208 bitmap_region u64
- * 216..223 reserved (zero; bitmap/resync)  224..255 reserved (zero)
+ * 216..223 reserved (zero; bitmap/resync)  224 write_hole u32  228 reserved u32  232 ppl_id u64
+ * 240..255 reserved (zero)
  * 256 slot table: RK_MAX_MEMBERS entries of 48 bytes:
  *       +0 state u32  +4 reserved u32  +8 data_size u64  +16 rebuild_offset u64
  *       +24 member_uuid[16]  +40 reserved[8]
@@ -52,6 +53,8 @@
 #define SB_OFF_RESYNC_FL   192
 #define SB_OFF_RESYNC_OFF  200
 #define SB_OFF_BM_REGION   208
+#define SB_OFF_WRITE_HOLE  224
+#define SB_OFF_PPL_ID      232
 #define SB_OFF_SLOTS       256
 #define SB_SLOT_SIZE       48
 #define SB_SLOT_STATE      0
@@ -96,6 +99,8 @@ void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
     rk_put_le32(out + SB_OFF_RESYNC_FL, sb->resync_flags);
     rk_put_le64(out + SB_OFF_RESYNC_OFF, sb->resync_offset);
     rk_put_le64(out + SB_OFF_BM_REGION, sb->bitmap_region);
+    rk_put_le32(out + SB_OFF_WRITE_HOLE, sb->write_hole);
+    rk_put_le64(out + SB_OFF_PPL_ID, sb->ppl_id);
     /* strnlen keeps a name without NUL from running past the field. */
     memcpy(out + SB_OFF_NAME, sb->name, strnlen(sb->name, RK_SB_NAME_LEN));
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
@@ -134,6 +139,31 @@ static bool sb_uuid_zero(const uint8_t *u)
 static bool sb_slot_empty(const struct rk_sb_slot *s)
 {
     return s->state == 0 && s->data_size == 0 && s->rebuild_offset == 0 && sb_uuid_zero(s->uuid);
+}
+
+/* The write-hole mode: none, or a partial parity log (raid5/raid6 only) in a journal region of
+ * at least 64 KiB, 4 KiB aligned (the log's block size), with a non-zero generation. */
+static int sb_check_write_hole(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (sb->write_hole == RK_SB_WH_NONE)
+        return 0;
+    if (sb->write_hole != RK_SB_WH_PPL) {
+        rk_set_err(err, errlen, "unknown write-hole mode %" PRIu32, sb->write_hole);
+        return -EINVAL;
+    }
+    if (!rk_level_write_hole(sb->level)) {
+        rk_set_err(err, errlen, "partial parity log on a %s array", rk_level_name(sb->level));
+        return -EINVAL;
+    }
+    if (sb->journal_size < 64 * 1024 || sb->journal_offset % 4096 || sb->journal_size % 4096 ||
+        sb->ppl_id == 0) {
+        rk_set_err(err, errlen,
+                   "partial parity log region [%" PRIu64 ", +%" PRIu64 ") or generation %" PRIu64
+                   " invalid (needs >= 64 KiB, 4 KiB aligned, generation > 0)",
+                   sb->journal_offset, sb->journal_size, sb->ppl_id);
+        return -EINVAL;
+    }
+    return 0;
 }
 
 /* A reserved region [off, off+size) must be empty or lie between the superblock and the data. */
@@ -309,6 +339,9 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
                         errlen);
     if (r)
         return r;
+    r = sb_check_write_hole(sb, err, errlen);
+    if (r)
+        return r;
     r = sb_check_slots(sb, err, errlen);
     if (r)
         return r;
@@ -386,6 +419,8 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
     sb->bitmap_size = rk_get_le64(buf + SB_OFF_BITMAP_SIZE);
     sb->journal_offset = rk_get_le64(buf + SB_OFF_JOURNAL_OFF);
     sb->journal_size = rk_get_le64(buf + SB_OFF_JOURNAL_SZ);
+    sb->write_hole = rk_get_le32(buf + SB_OFF_WRITE_HOLE);
+    sb->ppl_id = rk_get_le64(buf + SB_OFF_PPL_ID);
     memcpy(sb->name, buf + SB_OFF_NAME, RK_SB_NAME_LEN);
     sb->resync_flags = rk_get_le32(buf + SB_OFF_RESYNC_FL);
     sb->resync_offset = rk_get_le64(buf + SB_OFF_RESYNC_OFF);
@@ -418,6 +453,11 @@ void rk_sb_geom(const struct rk_sb *sb, struct rk_raid_geom *g)
     g->data_offset = sb->data_offset;
     for (uint32_t i = 0; i < sb->members && i < RK_MAX_MEMBERS; i++)
         g->data_size[i] = sb->slots[i].data_size;
+    if (sb->write_hole == RK_SB_WH_PPL) {
+        g->ppl_offset = sb->journal_offset;
+        g->ppl_size = sb->journal_size;
+        g->ppl_id = sb->ppl_id;
+    }
 }
 
 const char *rk_slot_state_name(int state)

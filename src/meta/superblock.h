@@ -27,6 +27,13 @@
 #define RK_SB_RESYNC_PENDING 0x1u /* a resync must run before the array is in sync */
 #define RK_SB_RESYNC_FULL    0x2u /* ... over every region from resync_offset (no bitmap says) */
 #define RK_SB_RESYNC_MASK    0x3u
+/* Write-hole protection (field "write_hole", bytes 224..227; docs/FORMAT.md "Partial parity
+ * log"): none (arrays created before the field existed read 0), or a partial parity log in the
+ * journal region [journal_offset, journal_offset + journal_size) of every member. */
+#define RK_SB_WH_NONE 0u
+#define RK_SB_WH_PPL  1u
+/* The PPL region create sets up: [RK_SB_PPL_OFFSET, data_offset). */
+#define RK_SB_PPL_OFFSET (512u * 1024u)
 
 /* Decode failures: callers tell "not ours" from "ours but damaged" by the code. */
 #define RK_SB_ENOTOURS -ENODATA         /* bad magic: not a raidkit member */
@@ -69,7 +76,9 @@ struct rk_sb {
     uint64_t events;                       /* raised on every state change, >= 1 */
     uint32_t dirty;                        /* RK_SB_CLEAN / RK_SB_DIRTY */
     uint64_t bitmap_offset, bitmap_size;   /* write-intent bitmap (reserved: 0) */
-    uint64_t journal_offset, journal_size; /* journal (reserved: 0) */
+    uint64_t journal_offset, journal_size; /* partial parity log region (0: none) */
+    uint32_t write_hole;                   /* RK_SB_WH_NONE / RK_SB_WH_PPL */
+    uint64_t ppl_id;                       /* PPL generation: stamped in every log block */
     uint64_t ctime, utime;                 /* seconds since the epoch (UTC) */
     uint32_t resync_flags;                 /* RK_SB_RESYNC_*; 0 on older arrays */
     uint64_t resync_offset;                /* full resync: data-area bytes already in sync */

@@ -1,7 +1,7 @@
 /* Volume assembly in phases (members in any order -> validated superblocks -> members placed
- * by slot -> redundancy policy -> member stack -> raid engine -> bitmap and resync decision ->
- * dirty mark -> resumed jobs, the resync last),
- * and the clean close. The on-disk format is docs/FORMAT.md. */
+ * by slot -> redundancy policy -> member stack -> raid engine -> write log -> bitmap and
+ * resync decision -> dirty mark -> resumed jobs, the resync last), and the clean close. The
+ * on-disk format is docs/FORMAT.md. */
 #include "raidkit/volume.h"
 
 #include <errno.h>
@@ -231,9 +231,17 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
         return -ENODEV;
     }
     /* A crash may have left parity out of date; without the member, that block cannot be
-     * recomputed (write hole), so a dirty degraded parity array needs --force. */
+     * recomputed (write hole), so a dirty (or resync-pending) degraded parity array needs
+     * --force, unless its write log closes the hole: a writable open replays it before serving
+     * (vol_start_log). */
+    bool hole = rk_level_write_hole(v->sb.level);
+    v->log_closes_hole = hole && v->sb.write_hole != RK_SB_WH_NONE && !v->read_only;
+    if (hole && v->sb.write_hole == RK_SB_WH_NONE)
+        rk_warn("array %s has no write-hole protection (created without a partial parity "
+                "log): a crash while degraded can corrupt data",
+                a->uuid);
     bool unsynced = v->sb.dirty == RK_SB_DIRTY || (v->sb.resync_flags & RK_SB_RESYNC_PENDING);
-    if (unsynced && a->nout > 0 && !a->o->force && rk_level_write_hole(v->sb.level)) {
+    if (unsynced && a->nout > 0 && !a->o->force && hole && !v->log_closes_hole) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",
@@ -296,6 +304,19 @@ static int vol_start_engine(struct rk_volume *v, struct vol_asm *a)
         return -ENOMEM;
     }
     return 0;
+}
+
+/* Phase 5b, write log (writable volumes of levels with one): after an unclean shutdown its
+ * entries are replayed before any request, then it restarts empty (rk_raid_log_start). */
+static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
+{
+    if (v->read_only)
+        return 0;
+    int r = rk_raid_log_start(v->raid, v->was_dirty);
+    if (r < 0)
+        rk_set_err(a->err, a->errlen, "array %s: cannot start its write log: %s", a->uuid,
+                   strerror(-r));
+    return r < 0 ? r : 0;
 }
 
 /* Phase 6, mark dirty (writable volumes): durable before the first write can reach a member
@@ -376,6 +397,8 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
         r = vol_stack_members(v, &a);
     if (!r)
         r = vol_start_engine(v, &a);
+    if (!r)
+        r = vol_start_log(v, &a);
     if (!r)
         r = vol_bitmap_setup(v, err, errlen);
     if (!r)

@@ -29,7 +29,8 @@ struct rk_volume {
     struct rk_dev *raid;
     struct rk_dev *ro; /* read-only filter over raid (read_only volumes), else NULL */
     bool read_only;
-    bool was_dirty; /* dirty at open: the last shutdown was unclean */
+    bool was_dirty;       /* dirty at open: the last shutdown was unclean */
+    bool log_closes_hole; /* the level's write log closes the write hole (replayed when dirty) */
     /* Online replace: devices that held a replaced slot stay open until the raid device is
      * closed (I/O to them may be in flight). */
     struct rk_dev *retired[RK_MAX_MEMBERS][VOL_RETIRED_DEVS];

@@ -70,6 +70,7 @@ static void r5_close(struct raid_priv *r)
     stripe_locks_destroy(&p->locks);
     rk_parity_ctx_destroy(p->pctx);
     r5c_close(p);
+    r5_ppl_close(p);
     free(p->zero);
     free(p);
     r->level_priv = NULL;
@@ -82,7 +83,7 @@ static int r5_open(struct raid_priv *r)
         return -ENOMEM;
     p->win = r->l.g.chunk < R5_WIN ? r->l.g.chunk : R5_WIN;
     /* Block buffers of a window: n members plus two for the scrub's recomputed parity. */
-    uint64_t bufsize = (uint64_t)(r->l.g.members + 2) * p->win;
+    uint64_t bufsize = (uint64_t)(r->l.g.members + 2) * p->win + R5_BUF_EXTRA;
     uint64_t nbuf = R5_POOL_BYTES / bufsize;
     nbuf = nbuf < 2 ? 2 : nbuf > STRIPE_POOL_MAX ? STRIPE_POOL_MAX : nbuf;
     stripe_locks_init(&p->locks);
@@ -95,6 +96,8 @@ static int r5_open(struct raid_priv *r)
     r->level_priv = p;
     p->zero = rk_buf_alloc(p->win);
     ret = p->zero ? rk_parity_ctx_create(0, &p->pctx) : -ENOMEM;
+    if (!ret)
+        ret = r5_ppl_open(r, p);
     if (ret) {
         r5_close(r);
         return ret;
@@ -117,6 +120,7 @@ const struct raid_level raid_level_raid5 = {
     .scrub = r5_scrub,
     .open = r5_open,
     .close = r5_close,
+    .log_start = r5_ppl_start,
     .write_hole = true,
 };
 
@@ -133,5 +137,6 @@ const struct raid_level raid_level_raid6 = {
     .scrub = r5_scrub,
     .open = r5_open,
     .close = r5_close,
+    .log_start = r5_ppl_start,
     .write_hole = true,
 };

@@ -7,6 +7,7 @@
  *   raid5_read.c     reads, degraded reads and the window recovery that rebuild/scrub reuse
  *   raid5_write.c    writes (read-modify-write / reconstruct-write), zeroing and discard
  *   raid5_rebuild.c  the rebuild (reconstruct) and scrub hooks
+ *   raid5_ppl.c      the partial parity log (write step, ring, replay); blocks: raid5_ppl_fmt.c
  *   raid5.c          the request hook, open/close and the level tables
  *
  * Layout (docs/FORMAT.md "raid5, raid6"): member chunk row s of every slot forms stripe s.
@@ -83,7 +84,12 @@ struct r5_priv {
     uint64_t win; /* column window: min(chunk, R5_WIN) */
     char *zero;   /* win bytes of zeros: the source of partial-stripe write-zeroes */
     struct r5_cache cache;
+    struct r5_ppl *ppl; /* partial parity log (raid5_ppl.c), NULL: none */
+    uint64_t wstep;     /* columns per partial-stripe write window (<= win; the log's bound) */
 };
+
+/* A pool buffer: (members + 2) block windows plus this much for two log entries' headers. */
+#define R5_BUF_EXTRA 8192u
 
 /* Where the blocks of one stripe live. */
 struct r5_geo {
@@ -216,6 +222,38 @@ int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off);
 /* Discard (zero false) or write-zeroes (flags: RK_WRITE_FUA | RK_ZERO_NO_HOLE) over array
  * range [off, off+len). Returns 0 or -EIO. */
 int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t flags);
+
+/* ---- raid5_ppl.c ---- */
+
+/* The log entry one write window wrote: its seq and the slots (P's, Q's member) holding it. */
+struct r5_ppl_tok {
+    uint64_t seq;
+    int n; /* 0: nothing logged */
+    uint32_t slot[2];
+};
+
+/* Set up p's log when r's geometry has one (p->wstep is set either way). The log stays off
+ * until r5_ppl_start. Returns 0 or -EINVAL (bad region) / -ENOMEM; r5_ppl_close frees it
+ * (also after a failed open). */
+int r5_ppl_open(struct raid_priv *r, struct r5_priv *p);
+void r5_ppl_close(struct r5_priv *p);
+/* The level's log_start hook (rk_raid_log_start): scan, replay (with replay), start empty. */
+int r5_ppl_start(struct raid_priv *r, bool replay);
+/*
+ * The write step between parity computation and commit: when the log is on and window w of
+ * stripe g writes the data blocks in touched and the parity blocks in pwrite (q's P/Q buffers
+ * hold the new parity), write its entry with FUA on each written parity block's member and
+ * wait (for ring room first, if needed): P's member gets PP, Q's member PQ. *tok tells
+ * r5_ppl_done what to complete once the window's member writes are done. A member that fails its
+ * entry write is failed. Returns 0, or -EIO when that lost the array. Caller holds the stripe lock
+ * and q a buffer.
+ */
+int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
+               uint32_t pwrite, struct r5_ppl_tok *tok);
+/* The member writes of tok's window are done (successful or not): its entry can retire at the
+ * next member flush. When one of its rings is half full, this call reclaims it (flushes the
+ * members and writes the heads) before returning. No-op for an empty tok. */
+void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok);
 
 /* ---- raid5_rebuild.c ---- */
 

@@ -171,7 +171,9 @@ static int r5w_commit(struct r5_req *q, const struct r5_geo *g, const struct r5_
 
 /* Write one window of one stripe (stripe lock held, q holds a buffer). ce (NULL: none) is the
  * stripe's cache entry: its valid chunks are not read by reconstruct-write (so a write that
- * completes a cached stripe reads nothing), and it is updated or dropped after. */
+ * completes a cached stripe reads nothing), and it is updated or dropped after. Between the
+ * parity computation and the member writes, the partial parity log entry is made durable
+ * (r5_ppl_log; nothing when the array has no log). */
 static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
                            struct r5_centry *ce)
 {
@@ -183,7 +185,12 @@ static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struc
         r5w_rmw(q, g, w, &pl);
     else if ((ret = r5w_rcw(q, g, w, ce, &pl)))
         return ret;
-    return r5w_commit(q, g, w, ce, &pl);
+    struct r5_ppl_tok tok;
+    ret = r5_ppl_log(q, g, w, pl.touched, pl.pwrite, &tok);
+    if (!ret)
+        ret = r5w_commit(q, g, w, ce, &pl);
+    r5_ppl_done(q, &tok);
+    return ret;
 }
 
 /*
@@ -248,7 +255,7 @@ static void r5_columns(const struct raid_layout *l, uint64_t soff, uint64_t n, u
 static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64_t off)
 {
     const struct raid_layout *l = &q->r->l;
-    uint64_t chunk = l->g.chunk, win = q->p->win, sbytes = r5_stripe_bytes(l);
+    uint64_t chunk = l->g.chunk, win = q->p->wstep, sbytes = r5_stripe_bytes(l);
     uint64_t row = off / sbytes, soff = off % sbytes;
     uint64_t ca[RK_MAX_MEMBERS], cb[RK_MAX_MEMBERS], hlo, hhi;
     struct r5_geo g;

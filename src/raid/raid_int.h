@@ -104,6 +104,9 @@ struct raid_level {
      * any request; close() frees it. Returns 0 or -errno. */
     int (*open)(struct raid_priv *r);
     void (*close)(struct raid_priv *r);
+    /* Optional: replay (with replay) and start the level's write log; see rk_raid_log_start.
+     * Called once, before any write. Returns 0 or -errno. */
+    int (*log_start)(struct raid_priv *r, bool replay);
     /* True for levels whose stripes can be left inconsistent by a crash in a way that a
      * degraded start cannot detect or repair (the RAID5/6 write hole): a dirty and degraded
      * start of such a level needs --force. */

@@ -116,13 +116,19 @@ static void uuid_str(const char *path, char *out)
     rk_uuid_format(sb.array_uuid, out);
 }
 
-static void create_ok(const char *const *paths, int n, int level, uint64_t size)
+static void create_wh(const char *const *paths, int n, int level, uint64_t size, int write_hole)
 {
-    struct rk_create_opts o = {.level = level, .chunk = 4096, .name = "t", .size = size};
+    struct rk_create_opts o = {
+        .level = level, .chunk = 4096, .name = "t", .size = size, .write_hole = write_hole};
     char err[256] = "";
     int r = rk_volume_create(paths, n, &o, err, sizeof(err));
     if (r)
         fail_msg("create: %d %s", r, err);
+}
+
+static void create_ok(const char *const *paths, int n, int level, uint64_t size)
+{
+    create_wh(paths, n, level, size, RK_WRITE_HOLE_DEFAULT);
 }
 
 /* ---- create ---- */
@@ -614,7 +620,8 @@ static void test_refusals(void **state)
 {
     const char *p[3] = {tpath("r0.img"), tpath("r1.img"), tpath("r2.img")};
     const char *dup = tpath("r0-copy.img");
-    create_ok(p, 3, RK_LEVEL_RAID5, 2 * MIB);
+    /* Without a partial parity log: the write hole is open (an array of the earlier format). */
+    create_wh(p, 3, RK_LEVEL_RAID5, 2 * MIB, RK_WRITE_HOLE_NONE);
     copy_file(p[0], dup);
     struct rk_volume *v = NULL;
     char err[512] = "";
@@ -651,11 +658,43 @@ static void test_refusals(void **state)
     assert_non_null(strstr(err, "absent.img"));
 }
 
+/* With the partial parity log (the default), a dirty and degraded raid5 or raid6 starts without
+ * --force: the log is replayed first. A read-only open cannot replay, so it still needs it. */
+static void test_dirty_degraded_ppl(void **state)
+{
+    (void)state;
+    for (int level = RK_LEVEL_RAID5; level <= RK_LEVEL_RAID6; level++) {
+        int n = level == RK_LEVEL_RAID5 ? 3 : 4;
+        const char *p[4] = {tpath("d0.img"), tpath("d1.img"), tpath("d2.img"), tpath("d3.img")};
+        for (int i = 0; i < n; i++)
+            unlink(p[i]);
+        create_ok(p, n, level, 2 * MIB);
+        struct rk_sb sb;
+        read_sb(p[0], &sb);
+        assert_int_equal(sb.write_hole, RK_SB_WH_PPL);
+        assert_int_equal(sb.journal_offset, 512 * 1024);
+        assert_int_equal(sb.journal_size, sb.data_offset - 512 * 1024);
+        for (int i = 0; i < n; i++) {
+            read_sb(p[i], &sb);
+            sb.dirty = RK_SB_DIRTY;
+            write_sb(p[i], &sb);
+        }
+        struct rk_volume *v = NULL;
+        char err[512] = "";
+        struct rk_open_opts ro = {.degraded = true, .read_only = true};
+        assert_int_equal(rk_volume_open(p + 1, n - 1, &ro, &v, err, sizeof(err)), -EUCLEAN);
+        struct rk_open_opts o = {.degraded = true};
+        assert_int_equal(rk_volume_open(p + 1, n - 1, &o, &v, err, sizeof(err)), 0);
+        assert_int_equal(rk_volume_close(v), 0);
+    }
+}
+
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_create_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dirty_degraded_ppl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shuffled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stale_and_missing, setup, teardown),

@@ -1,0 +1,93 @@
+/*
+ * The partial parity log of raid5/raid6 (docs/FORMAT.md "Partial parity log"): the on-disk
+ * blocks (raid5_ppl_fmt.c, pure codec, no I/O) and the log itself (raid5_ppl.c: a ring per
+ * member, the write step between parity computation and commit, and the replay after an
+ * unclean shutdown).
+ *
+ * Region of every member: [ppl_offset, ppl_offset + ppl_size) (struct rk_raid_geom). Its first
+ * 4 KiB block is the head (the durable retirement point); the rest is a ring of entries, each
+ * a 4 KiB header block followed by its payload (the partial parities), 4 KiB aligned.
+ */
+#ifndef RK_RAID5_PPL_H
+#define RK_RAID5_PPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "raidkit/raid.h"
+
+#define RK_PPL_BLOCK       4096u
+#define RK_PPL_HEAD_MAGIC  "RKPPLHD1" /* 8 bytes, no NUL on disk */
+#define RK_PPL_ENTRY_MAGIC "RKPPLEN1"
+/* Payload flags: which partial parity the entry holds (in this order in the payload). */
+#define RK_PPL_HAS_P 1u
+#define RK_PPL_HAS_Q 2u
+
+/* Decode results besides 0: not a log block at all (no magic: skipped silently), or a log
+ * block that cannot be trusted (the message says why; the caller logs it and ignores it). */
+#define RK_PPL_ENONE  -ENODATA
+#define RK_PPL_EBAD   -EBADMSG /* checksum mismatch */
+#define RK_PPL_EFIELD -EINVAL  /* a field out of bounds */
+#define RK_PPL_ESTALE -ESTALE  /* another generation (an earlier array on the member) */
+
+/* The head block: entries with seq < retired are void. */
+struct rk_ppl_head {
+    uint64_t id;      /* generation (rk_raid_geom.ppl_id) */
+    uint64_t retired; /* every entry of this member with seq < retired is void */
+};
+
+/* One modified range of a data chunk: columns [a, b) of data chunk k (bytes inside the chunk). */
+struct rk_ppl_range {
+    uint32_t k, a, b;
+};
+
+/*
+ * One entry: stripe row, the column window [lo, lo + len) it covers, the modified ranges, and
+ * the partial parity over the window: for every column c, PP[c] = XOR of the data chunks not
+ * modified at c, and (RK_PPL_HAS_Q) PQ[c] = sum of g^k D_k[c] over the same chunks. Payload:
+ * PP then PQ, len bytes each.
+ */
+struct rk_ppl_entry {
+    uint64_t id, seq, row;
+    uint32_t lo, len;
+    uint32_t flags; /* RK_PPL_HAS_P | RK_PPL_HAS_Q, at least one */
+    uint32_t nranges;
+    uint32_t payload_crc; /* crc32c of the payload bytes (set by rk_ppl_entry_encode) */
+    struct rk_ppl_range r[RK_MAX_MEMBERS];
+};
+
+/* What an entry of this array may hold (decode bounds). */
+struct rk_ppl_limits {
+    uint64_t id;    /* generation of the array */
+    uint32_t chunk; /* bytes */
+    uint32_t nd;    /* data chunks per stripe */
+    uint32_t np;    /* parity blocks per stripe (1 or 2) */
+    uint64_t rows;  /* stripes */
+    uint64_t room;  /* bytes from this header to the end of the ring */
+};
+
+/* Payload bytes of e (partial parities), and the entry's ring bytes (header + payload, 4 KiB
+ * aligned). */
+uint64_t rk_ppl_payload_bytes(const struct rk_ppl_entry *e);
+uint64_t rk_ppl_entry_bytes(const struct rk_ppl_entry *e);
+
+/* Encode head h into out (RK_PPL_BLOCK bytes, crc filled in). */
+void rk_ppl_head_encode(const struct rk_ppl_head *h, uint8_t *out);
+/* Decode a head block of generation id. Returns 0 and *h, or RK_PPL_ENONE / RK_PPL_EBAD /
+ * RK_PPL_ESTALE with one line in err. */
+int rk_ppl_head_decode(const uint8_t *buf, uint64_t id, struct rk_ppl_head *h, char *err,
+                       size_t errlen);
+
+/* Encode e's header into out (RK_PPL_BLOCK bytes) and set e->payload_crc from payload
+ * (rk_ppl_payload_bytes(e) bytes). Does not validate. */
+void rk_ppl_entry_encode(struct rk_ppl_entry *e, uint8_t *out, const void *payload);
+/* Decode and bound an entry header. Returns 0 and *e, or RK_PPL_ENONE / RK_PPL_EBAD /
+ * RK_PPL_EFIELD / RK_PPL_ESTALE with one line in err. The payload is checked separately. */
+int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, struct rk_ppl_entry *e,
+                        char *err, size_t errlen);
+/* Check the payload (rk_ppl_payload_bytes(e) bytes) against e->payload_crc: 0 or RK_PPL_EBAD
+ * with err. */
+int rk_ppl_payload_check(const struct rk_ppl_entry *e, const void *payload, char *err,
+                         size_t errlen);
+
+#endif
