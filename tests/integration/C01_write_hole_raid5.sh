@@ -11,7 +11,7 @@ rk_need_libnbd
 . "$RAIDKIT_SOURCE_DIR/tests/lib/torture_lib.sh"
 . "$RAIDKIT_SOURCE_DIR/tests/lib/write_hole_lib.sh"
 
-cut="--debug-fault 2:cut-after=2,on-cut=hang"
+cut="--debug-fault 2:cut-after=3,on-cut=hang"
 wh_setup raid5 3
 # shellcheck disable=SC2086
 wh_cut 0 $cut
@@ -30,7 +30,7 @@ wh_scrub_clean
 
 # Without the log, the same start is refused (arrays created before the log open as before).
 wh_setup raid5 3 --write-hole none
-wh_cut 0 --debug-fault 2:cut-after=0,on-cut=hang
+wh_cut 0 --debug-fault 2:cut-after=1,on-cut=hang
 mv "${M[1]}" "$T/m1.away"
 rk_serve_refused "write hole" --degraded "${M[0]}" "${M[2]}" >/dev/null
 echo PASS

@@ -13,7 +13,7 @@ rk_need_libnbd
 . "$RAIDKIT_SOURCE_DIR/tests/lib/write_hole_lib.sh"
 
 wh_setup raid6 4
-wh_cut 1 --debug-fault 3:cut-after=2,on-cut=hang --debug-fault 0:cut-after=2,on-cut=hang
+wh_cut 1 --debug-fault 3:cut-after=3,on-cut=hang --debug-fault 0:cut-after=3,on-cut=hang
 
 for keep in "0 1" "1 3"; do
     read -r a b <<<"$keep"

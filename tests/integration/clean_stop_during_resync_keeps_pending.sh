@@ -4,7 +4,8 @@
 # full resync; SIGTERM while it runs (rate limited). The clean stop does not mark the array in
 # sync: the next start says a resync is pending and resumes the full resync from its checkpoint
 # (not from 0), and it ends with scrub at 0 mismatches. A degraded start of that array still
-# needs --force (its parity is not known good).
+# needs --force (its parity is not known good; the array has no partial parity log, which
+# would replay the stripes a crash may have left half written and allow that start).
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/torture_lib.sh" # torture_kill
@@ -12,7 +13,7 @@ rk_init
 
 CTL="$T/ctl"
 rk_members 4 17M
-rk_create --level raid5 --bitmap none "${M[@]}"
+rk_create --level raid5 --bitmap none --write-hole none "${M[@]}"
 rk_serve --control "$CTL" "${M[@]}"
 rk_stamp 1 0 $((8 * MiB))
 torture_kill

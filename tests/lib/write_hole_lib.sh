@@ -2,8 +2,9 @@
 # Field case C01 (write hole, dirty + degraded), shared by C01_write_hole_raid5.sh and
 # C01_write_hole_raid6.sh; sourced after tests/lib/common.sh, tests/lib/torture_lib.sh and
 # rk_init. The cut: a 4 KiB gen-2 write at array offset 0 reaches the data member, then the
-# parity members lose power before their parity write (fault member cut-after=2: the log head
-# written at start, the partial parity log entry, then the parity write is the cut).
+# parity members lose power before their parity write (fault member cut-after=3: the log head
+# written at start, the write-intent bitmap area of the region (written before any data write
+# into it), the partial parity log entry; then the parity write is the cut).
 
 # wh_setup LEVEL N [CREATE_OPTS...]: N members of 1 MiB metadata + 1 MiB data, chunk 64K,
 # stamped with gen 1 everywhere and stopped cleanly (the FLUSH). Sets WH_SIZE.
