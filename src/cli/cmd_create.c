@@ -56,7 +56,9 @@ static int create_write_hole_opt(const char *arg, int *mode)
     return 0;
 }
 
-int cli_create(int argc, char **argv)
+/* Parse create's options into *o (members start at optind). 0, -1 after --help, or
+ * CLI_EXIT_USAGE after a message. */
+static int create_parse(int argc, char **argv, struct rk_create_opts *o)
 {
     static const struct option longopts[] = {
         {"level", required_argument, NULL, 'l'},
@@ -71,7 +73,6 @@ int cli_create(int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    struct rk_create_opts o = {.level = -100};
     const char *level = NULL;
     int c;
     opterr = 0;
@@ -80,7 +81,7 @@ int cli_create(int argc, char **argv)
         switch (c) {
         case 'l':
             level = optarg;
-            if (rk_level_parse(optarg, &o.level)) {
+            if (rk_level_parse(optarg, &o->level)) {
                 fprintf(
                     stderr,
                     "raidkit create: unknown level '%s' (linear, 0, 1, 10, 5, 6 — or raid0...)\n",
@@ -96,49 +97,49 @@ int cli_create(int argc, char **argv)
                         optarg);
                 return CLI_EXIT_USAGE;
             }
-            o.chunk = (uint32_t)v;
+            o->chunk = (uint32_t)v;
             break;
         case 'n':
             if (strlen(optarg) > 31) {
                 fprintf(stderr, "raidkit create: name '%s' is longer than 31 bytes\n", optarg);
                 return CLI_EXIT_USAGE;
             }
-            o.name = optarg;
+            o->name = optarg;
             break;
         case 's':
             if (rk_parse_size(optarg, &v) || v == 0) {
                 fprintf(stderr, "raidkit create: bad size '%s' (e.g. 512M, 4G)\n", optarg);
                 return CLI_EXIT_USAGE;
             }
-            o.size = v;
+            o->size = v;
             break;
         case 'f':
-            o.force = true;
+            o->force = true;
             break;
         case 'A':
-            o.assume_clean = true;
+            o->assume_clean = true;
             break;
         case 'B':
             if (strcmp(optarg, "internal") && strcmp(optarg, "none")) {
                 fprintf(stderr, "raidkit create: bad --bitmap '%s' (internal or none)\n", optarg);
                 return CLI_EXIT_USAGE;
             }
-            o.no_bitmap = !strcmp(optarg, "none");
+            o->no_bitmap = !strcmp(optarg, "none");
             break;
         case 'R':
             if (rk_parse_size(optarg, &v) || v == 0) {
                 fprintf(stderr, "raidkit create: bad --bitmap-region '%s' (e.g. 1M)\n", optarg);
                 return CLI_EXIT_USAGE;
             }
-            o.bitmap_region = v;
+            o->bitmap_region = v;
             break;
         case 'W':
-            if (create_write_hole_opt(optarg, &o.write_hole))
+            if (create_write_hole_opt(optarg, &o->write_hole))
                 return CLI_EXIT_USAGE;
             break;
         case 'h':
             fputs(create_usage, stdout);
-            return CLI_EXIT_OK;
+            return -1;
         case ':':
             fprintf(stderr, "raidkit create: option '%s' needs a value\n", argv[optind - 1]);
             return CLI_EXIT_USAGE;
@@ -152,13 +153,22 @@ int cli_create(int argc, char **argv)
         fprintf(stderr, "raidkit create: --level is required (see raidkit create --help)\n");
         return CLI_EXIT_USAGE;
     }
+    return 0;
+}
+
+int cli_create(int argc, char **argv)
+{
+    struct rk_create_opts o = {.level = -100};
+    int r = create_parse(argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
     int n = argc - optind;
     if (n <= 0) {
         fprintf(stderr, "raidkit create: no members given (see raidkit create --help)\n");
         return CLI_EXIT_USAGE;
     }
     char err[512] = "";
-    int r = rk_volume_create((const char *const *)argv + optind, n, &o, err, sizeof(err));
+    r = rk_volume_create((const char *const *)argv + optind, n, &o, err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit create: %s\n", err[0] ? err : strerror(-r));
         return CLI_EXIT_FAIL;

@@ -54,104 +54,129 @@ static const char *create_signature(const uint8_t *buf, size_t len)
     return NULL;
 }
 
+/* A member that does not exist yet: its directory must let us create it; c->canon is its
+ * canonical path (two spellings of one new file count as one member). 0 or -errno with err. */
+static int create_check_new(struct create_member *c, const struct rk_create_opts *o, char *err,
+                            size_t errlen)
+{
+    int r = 0;
+    /* It will be created: its directory must let us. */
+    char *copy = strdup(c->path);
+    if (!copy) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        return r;
+    }
+    const char *dir = dirname(copy);
+    char real[PATH_MAX];
+    if (access(dir, W_OK | X_OK) < 0 || !realpath(dir, real)) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s cannot be created in %s: %s", c->path, dir,
+                   strerror(-r));
+        free(copy);
+        return r;
+    }
+    free(copy);
+    /* Two spellings of one new file ("x", "./x") must count as the same member. */
+    copy = strdup(c->path);
+    if (!copy) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        return r;
+    }
+    snprintf(c->canon, sizeof(c->canon), "%s/%s", real, basename(copy));
+    free(copy);
+    c->exists = false;
+    c->size = o->size;
+    return 0;
+}
+
+/* An existing member: a regular file or block device, readable and writable, its size, and no
+ * foreign signature unless --force. fd is opened here; the caller closes it. 0 or -errno. */
+static int create_check_existing(struct create_member *c, const struct rk_create_opts *o, int *fd,
+                                 char *err, size_t errlen)
+{
+    int r = 0;
+    uint8_t *probe = NULL;
+    c->exists = true;
+    if (S_ISDIR(c->st.st_mode)) {
+        r = -EISDIR;
+        rk_set_err(err, errlen, "member %s is a directory", c->path);
+        goto out;
+    }
+    c->blockdev = S_ISBLK(c->st.st_mode);
+    if (!c->blockdev && !S_ISREG(c->st.st_mode)) {
+        r = -EINVAL;
+        rk_set_err(err, errlen, "member %s is not a regular file or block device", c->path);
+        goto out;
+    }
+    *fd = open(c->path, O_RDWR | O_CLOEXEC);
+    if (*fd < 0) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s is not readable and writable: %s", c->path,
+                   strerror(-r));
+        goto out;
+    }
+    if (c->blockdev) {
+        if (ioctl(*fd, BLKGETSIZE64, &c->cur_size) < 0) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s: cannot get the device size: %s", c->path,
+                       strerror(-r));
+            goto out;
+        }
+        c->size = c->cur_size;
+    } else {
+        c->cur_size = (uint64_t)c->st.st_size;
+        c->size = c->cur_size > o->size ? c->cur_size : o->size;
+    }
+    probe = calloc(1, CREATE_PROBE_LEN);
+    if (!probe) {
+        r = -ENOMEM;
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+    ssize_t got = pread(*fd, probe, CREATE_PROBE_LEN, 0);
+    if (got < 0) {
+        r = -errno;
+        rk_set_err(err, errlen, "member %s is not readable: %s", c->path, strerror(-r));
+        goto out;
+    }
+    const char *sig = create_signature(probe, (size_t)got);
+    if (sig && !o->force) {
+        r = -EEXIST;
+        rk_set_err(err, errlen, "member %s already holds %s; use --force to overwrite it", c->path,
+                   sig);
+        goto out;
+    }
+out:
+    free(probe);
+    return r;
+}
+
 /* Validate one member: fills c, or returns -errno with err. Touches nothing. */
 static int create_check_member(struct create_member *c, const struct rk_create_opts *o,
                                uint32_t chunk, char *err, size_t errlen)
 {
     int fd = -1, r = 0;
-    uint8_t *probe = NULL;
 
     if (stat(c->path, &c->st) < 0) {
         r = -errno;
         if (r != -ENOENT) {
             rk_set_err(err, errlen, "member %s: cannot access: %s", c->path, strerror(-r));
-            goto out;
+            return r;
         }
         if (o->size == 0) {
             rk_set_err(err, errlen, "member %s does not exist (give a size to create it)", c->path);
-            goto out;
+            return r;
         }
-        /* It will be created: its directory must let us. */
-        char *copy = strdup(c->path);
-        if (!copy) {
-            r = -ENOMEM;
-            rk_set_err(err, errlen, "out of memory");
-            goto out;
-        }
-        const char *dir = dirname(copy);
-        char real[PATH_MAX];
-        if (access(dir, W_OK | X_OK) < 0 || !realpath(dir, real)) {
-            r = -errno;
-            rk_set_err(err, errlen, "member %s cannot be created in %s: %s", c->path, dir,
-                       strerror(-r));
-            free(copy);
-            goto out;
-        }
-        free(copy);
-        /* Two spellings of one new file ("x", "./x") must count as the same member. */
-        copy = strdup(c->path);
-        if (!copy) {
-            r = -ENOMEM;
-            rk_set_err(err, errlen, "out of memory");
-            goto out;
-        }
-        snprintf(c->canon, sizeof(c->canon), "%s/%s", real, basename(copy));
-        free(copy);
-        c->exists = false;
-        c->size = o->size;
-        r = 0;
+        r = create_check_new(c, o, err, errlen);
     } else {
-        c->exists = true;
-        if (S_ISDIR(c->st.st_mode)) {
-            r = -EISDIR;
-            rk_set_err(err, errlen, "member %s is a directory", c->path);
-            goto out;
-        }
-        c->blockdev = S_ISBLK(c->st.st_mode);
-        if (!c->blockdev && !S_ISREG(c->st.st_mode)) {
-            r = -EINVAL;
-            rk_set_err(err, errlen, "member %s is not a regular file or block device", c->path);
-            goto out;
-        }
-        fd = open(c->path, O_RDWR | O_CLOEXEC);
-        if (fd < 0) {
-            r = -errno;
-            rk_set_err(err, errlen, "member %s is not readable and writable: %s", c->path,
-                       strerror(-r));
-            goto out;
-        }
-        if (c->blockdev) {
-            if (ioctl(fd, BLKGETSIZE64, &c->cur_size) < 0) {
-                r = -errno;
-                rk_set_err(err, errlen, "member %s: cannot get the device size: %s", c->path,
-                           strerror(-r));
-                goto out;
-            }
-            c->size = c->cur_size;
-        } else {
-            c->cur_size = (uint64_t)c->st.st_size;
-            c->size = c->cur_size > o->size ? c->cur_size : o->size;
-        }
-        probe = calloc(1, CREATE_PROBE_LEN);
-        if (!probe) {
-            r = -ENOMEM;
-            rk_set_err(err, errlen, "out of memory");
-            goto out;
-        }
-        ssize_t got = pread(fd, probe, CREATE_PROBE_LEN, 0);
-        if (got < 0) {
-            r = -errno;
-            rk_set_err(err, errlen, "member %s is not readable: %s", c->path, strerror(-r));
-            goto out;
-        }
-        const char *sig = create_signature(probe, (size_t)got);
-        if (sig && !o->force) {
-            r = -EEXIST;
-            rk_set_err(err, errlen, "member %s already holds %s; use --force to overwrite it",
-                       c->path, sig);
-            goto out;
-        }
+        r = create_check_existing(c, o, &fd, err, errlen);
     }
+    if (fd >= 0)
+        close(fd);
+    if (r)
+        return r;
     uint64_t need = (uint64_t)RK_SB_DATA_OFFSET + chunk;
     if (c->size < need) {
         r = -ENOSPC;
@@ -159,32 +184,17 @@ static int create_check_member(struct create_member *c, const struct rk_create_o
                    "member %s is too small: %" PRIu64 " bytes, needs at least %" PRIu64
                    " (1 MiB superblock area + one %" PRIu32 "-byte chunk)",
                    c->path, c->size, need, chunk);
-        goto out;
+        return r;
     }
-out:
-    free(probe);
-    if (fd >= 0)
-        close(fd);
-    return r;
+    return 0;
 }
 
 static int create_random_uuid(uint8_t *u, char *err, size_t errlen)
 {
-    size_t got = 0;
-    while (got < RK_UUID_LEN) {
-        ssize_t r = getrandom(u + got, RK_UUID_LEN - got, 0);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = -errno;
-            rk_set_err(err, errlen, "getrandom failed: %s", strerror(-e));
-            return e;
-        }
-        got += (size_t)r;
-    }
-    u[6] = (uint8_t)((u[6] & 0x0f) | 0x40); /* RFC 4122 version 4 (random) */
-    u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-    return 0;
+    int r = meta_random_uuid(u);
+    if (r)
+        rk_set_err(err, errlen, "getrandom failed: %s", strerror(-r));
+    return r;
 }
 
 /* Write everything to one validated member: size, zeroed metadata area, superblock, fsync. */
@@ -373,6 +383,122 @@ static int create_write_hole(struct rk_sb *sb, const struct rk_create_opts *o, c
     return 0;
 }
 
+/* Validate every member (create_check_member) and refuse one given twice (same path, same new
+ * canonical path, or same inode). Fills cm[0..n-1]; 0 or -errno with err. Touches nothing. */
+static int create_check_members(struct create_member *cm, const char *const *paths, int n,
+                                const struct rk_create_opts *o, uint32_t chunk, char *err,
+                                size_t errlen)
+{
+    int r;
+    for (int i = 0; i < n; i++) {
+        cm[i].path = paths[i];
+        if (!paths[i] || !paths[i][0]) {
+            r = -EINVAL;
+            rk_set_err(err, errlen, "member %d: empty path", i);
+            return r;
+        }
+        r = create_check_member(&cm[i], o, chunk, err, errlen);
+        if (r)
+            return r;
+        for (int j = 0; j < i; j++) {
+            bool same = strcmp(cm[i].path, cm[j].path) == 0 ||
+                        (!cm[i].exists && !cm[j].exists && !strcmp(cm[i].canon, cm[j].canon)) ||
+                        (cm[i].exists && cm[j].exists && cm[i].st.st_dev == cm[j].st.st_dev &&
+                         cm[i].st.st_ino == cm[j].st.st_ino);
+            if (same) {
+                r = -EINVAL;
+                rk_set_err(err, errlen, "member %s is given twice (as member %d and %d)",
+                           cm[i].path, j, i);
+                return r;
+            }
+        }
+    }
+
+    return 0;
+}
+
+/* Fill *sb (slot 0's superblock; the others differ only in the per-member fields) for the
+ * checked members cm[0..n-1], and check every slot's superblock. 0 or -errno with err. */
+static int create_fill_sb(struct rk_sb *sb, const struct create_member *cm, int n,
+                          const struct rk_create_opts *o, uint32_t chunk, const char *name,
+                          char *err, size_t errlen)
+{
+    struct rk_raid_geom g;
+    int r;
+    sb->version = RK_SB_VERSION;
+    sb->level = o->level;
+    sb->layout = 0;
+    sb->chunk = chunk;
+    sb->members = (uint32_t)n;
+    sb->data_offset = RK_SB_DATA_OFFSET;
+    sb->events = 1;
+    sb->dirty = RK_SB_CLEAN;
+    sb->ctime = sb->utime = (uint64_t)time(NULL);
+    memcpy(sb->name, name, strlen(name));
+    r = create_random_uuid(sb->array_uuid, err, errlen);
+    if (r)
+        return r;
+    r = create_write_hole(sb, o, err, errlen);
+    if (r)
+        return r;
+    for (int i = 0; i < n; i++) {
+        sb->slots[i].state = RK_SLOT_ACTIVE;
+        sb->slots[i].data_size = (cm[i].size - RK_SB_DATA_OFFSET) / chunk * chunk;
+        r = create_random_uuid(sb->slots[i].uuid, err, errlen);
+        if (r)
+            return r;
+    }
+    rk_sb_geom(sb, &g);
+    char gerr[200] = "";
+    if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {
+        r = -EINVAL;
+        rk_set_err(err, errlen, "invalid geometry: %s", gerr);
+        return r;
+    }
+    sb->array_size = rk_raid_array_size(&g);
+    r = create_bitmap_fields(sb, o, err, errlen);
+    if (r)
+        return r;
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
+        char cerr[200] = "";
+        if (rk_sb_check(sb, cerr, sizeof(cerr)) != 0) {
+            r = -EINVAL;
+            rk_set_err(err, errlen, "member %s: internal error, superblock invalid: %s", cm[i].path,
+                       cerr);
+            return r;
+        }
+    }
+
+    return 0;
+}
+
+/* Write the validated array: zero every data area first (one that cannot be zeroed makes the
+ * whole array need its initial sync), then each member's superblock area and bitmap. */
+static int create_write_all(const struct create_member *cm, int n, const struct rk_create_opts *o,
+                            struct rk_sb *sb, char *err, size_t errlen)
+{
+    int r;
+    bool zeroed = true;
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
+        zeroed &= create_zero_data(&cm[i], o, sb, (uint32_t)i);
+    }
+    if (!zeroed) {
+        sb->resync_flags = RK_SB_RESYNC_PENDING | RK_SB_RESYNC_FULL;
+        sb->resync_offset = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        meta_sb_for_slot(sb, (uint32_t)i);
+        r = create_write_member(&cm[i], sb, err, errlen);
+        if (!r)
+            r = create_write_bitmap(&cm[i], sb, err, errlen);
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
 int rk_volume_create(const char *const *paths, int n, const struct rk_create_opts *o, char *err,
                      size_t errlen)
 {
@@ -410,96 +536,12 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
         rk_set_err(err, errlen, "out of memory");
         goto out;
     }
-    for (int i = 0; i < n; i++) {
-        cm[i].path = paths[i];
-        if (!paths[i] || !paths[i][0]) {
-            r = -EINVAL;
-            rk_set_err(err, errlen, "member %d: empty path", i);
-            goto out;
-        }
-        r = create_check_member(&cm[i], o, chunk, err, errlen);
-        if (r)
-            goto out;
-        for (int j = 0; j < i; j++) {
-            bool same = strcmp(cm[i].path, cm[j].path) == 0 ||
-                        (!cm[i].exists && !cm[j].exists && !strcmp(cm[i].canon, cm[j].canon)) ||
-                        (cm[i].exists && cm[j].exists && cm[i].st.st_dev == cm[j].st.st_dev &&
-                         cm[i].st.st_ino == cm[j].st.st_ino);
-            if (same) {
-                r = -EINVAL;
-                rk_set_err(err, errlen, "member %s is given twice (as member %d and %d)",
-                           cm[i].path, j, i);
-                goto out;
-            }
-        }
-    }
-
-    /* The superblock of slot 0; the others differ only in the per-member fields. */
-    sb->version = RK_SB_VERSION;
-    sb->level = o->level;
-    sb->layout = 0;
-    sb->chunk = chunk;
-    sb->members = (uint32_t)n;
-    sb->data_offset = RK_SB_DATA_OFFSET;
-    sb->events = 1;
-    sb->dirty = RK_SB_CLEAN;
-    sb->ctime = sb->utime = (uint64_t)time(NULL);
-    memcpy(sb->name, name, strlen(name));
-    r = create_random_uuid(sb->array_uuid, err, errlen);
-    if (r)
-        goto out;
-    r = create_write_hole(sb, o, err, errlen);
-    if (r)
-        goto out;
-    for (int i = 0; i < n; i++) {
-        sb->slots[i].state = RK_SLOT_ACTIVE;
-        sb->slots[i].data_size = (cm[i].size - RK_SB_DATA_OFFSET) / chunk * chunk;
-        r = create_random_uuid(sb->slots[i].uuid, err, errlen);
-        if (r)
-            goto out;
-    }
-    rk_sb_geom(sb, &g);
-    char gerr[200] = "";
-    if (rk_raid_geom_check(&g, gerr, sizeof(gerr)) != 0) {
-        r = -EINVAL;
-        rk_set_err(err, errlen, "invalid geometry: %s", gerr);
-        goto out;
-    }
-    sb->array_size = rk_raid_array_size(&g);
-    r = create_bitmap_fields(sb, o, err, errlen);
-    if (r)
-        goto out;
-    for (int i = 0; i < n; i++) {
-        meta_sb_for_slot(sb, (uint32_t)i);
-        char cerr[200] = "";
-        if (rk_sb_check(sb, cerr, sizeof(cerr)) != 0) {
-            r = -EINVAL;
-            rk_set_err(err, errlen, "member %s: internal error, superblock invalid: %s", cm[i].path,
-                       cerr);
-            goto out;
-        }
-    }
-
-    /* Everything is validated: from here on members are written. Zero every data area
-     * first: one that cannot be zeroed makes the whole array need its initial sync. */
-    bool zeroed = true;
-    for (int i = 0; i < n; i++) {
-        meta_sb_for_slot(sb, (uint32_t)i);
-        zeroed &= create_zero_data(&cm[i], o, sb, (uint32_t)i);
-    }
-    if (!zeroed) {
-        sb->resync_flags = RK_SB_RESYNC_PENDING | RK_SB_RESYNC_FULL;
-        sb->resync_offset = 0;
-    }
-    for (int i = 0; i < n; i++) {
-        meta_sb_for_slot(sb, (uint32_t)i);
-        r = create_write_member(&cm[i], sb, err, errlen);
-        if (!r)
-            r = create_write_bitmap(&cm[i], sb, err, errlen);
-        if (r)
-            goto out;
-    }
-    r = 0;
+    r = create_check_members(cm, paths, n, o, chunk, err, errlen);
+    if (!r)
+        r = create_fill_sb(sb, cm, n, o, chunk, name, err, errlen);
+    /* Everything is validated: from here on members are written. */
+    if (!r)
+        r = create_write_all(cm, n, o, sb, err, errlen);
 out:
     free(sb);
     free(cm);
