@@ -287,6 +287,7 @@ static int vol_stack_members(struct rk_volume *v, struct vol_asm *a)
 static int vol_start_engine(struct rk_volume *v, struct vol_asm *a)
 {
     struct rk_raid_events ev = vol_events(v);
+    vol_resync_events(&ev);
     struct rk_dev *start_devs[RK_MAX_MEMBERS];
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++)
         start_devs[i] =

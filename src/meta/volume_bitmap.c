@@ -41,7 +41,7 @@ static int vol_bitmap_read(struct rk_volume *v, uint32_t i, uint64_t nregions, u
 }
 
 /* Largest data size over the slots. */
-static uint64_t vol_max_data(const struct rk_volume *v)
+uint64_t vol_max_data(const struct rk_volume *v)
 {
     uint64_t m = 0;
     for (uint32_t i = 0; i < v->sb.members; i++)
@@ -170,74 +170,4 @@ void vol_resync_events(struct rk_raid_events *ev)
 {
     ev->resync_checkpoint = vol_resync_checkpoint;
     ev->resync_done = vol_resync_done;
-}
-
-/* Write an empty bitmap area of v's superblock fields to every active member, raw, flushed. */
-static int vol_bitmap_write_empty(struct rk_volume *v, char *err, size_t errlen)
-{
-    uint8_t *area = rk_buf_alloc(v->sb.bitmap_size);
-    if (!area) {
-        rk_set_err(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    memset(area, 0, v->sb.bitmap_size);
-    struct rk_bm_hdr h = {.region = v->sb.bitmap_region, .events = 1};
-    h.nregions = (vol_max_data(v) + h.region - 1) / h.region;
-    memcpy(h.uuid, v->sb.array_uuid, 16);
-    rk_bm_encode(&h, area, v->sb.bitmap_size);
-    int r = 0;
-    for (uint32_t i = 0; i < v->sb.members && !r; i++) {
-        if (!v->file[i] || v->sb.slots[i].state != RK_SLOT_ACTIVE)
-            continue;
-        r = rk_dev_write(v->file[i], area, v->sb.bitmap_size, v->sb.bitmap_offset, RK_WRITE_FUA);
-        if (r)
-            rk_set_err(err, errlen, "member %s: cannot write the bitmap: %s", v->paths[i],
-                       strerror(-r));
-    }
-    free(area);
-    return r;
-}
-
-int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err, size_t errlen)
-{
-    struct rk_volume *v = NULL;
-    struct rk_open_opts o = {.degraded = false};
-    int r = rk_volume_open(paths, n, &o, &v, err, errlen);
-    if (r)
-        return r;
-    uint64_t maxd = vol_max_data(v);
-    if (!region)
-        region = rk_bm_default_region(maxd, v->sb.chunk);
-    if (v->sb.bitmap_offset) {
-        rk_set_err(err, errlen, "the array already has a write-intent bitmap");
-        r = -EEXIST;
-    } else if (rk_level_max_failed(v->sb.level, v->sb.members) == 0) {
-        rk_set_err(err, errlen, "%s has no redundancy: nothing to resync, no bitmap",
-                   rk_level_name(v->sb.level));
-        r = -EOPNOTSUPP;
-    } else if (v->resync) {
-        rk_set_err(err, errlen, "the array is not in sync: serve it until its resync ends first");
-        r = -EBUSY;
-    } else {
-        r = rk_bm_check_region(region, maxd, v->sb.chunk, err, errlen);
-    }
-    if (!r) {
-        pthread_mutex_lock(&v->lock);
-        v->sb.bitmap_offset = RK_BM_OFFSET;
-        v->sb.bitmap_size = rk_bm_area_size((maxd + region - 1) / region);
-        v->sb.bitmap_region = region;
-        /* The area first: a superblock that names it must never point at garbage. */
-        r = vol_bitmap_write_empty(v, err, errlen);
-        if (!r) {
-            v->sb.events++;
-            r = vol_write_sbs(v, true);
-            if (r)
-                rk_set_err(err, errlen, "cannot write the superblocks: %s", strerror(-r));
-        }
-        if (r)
-            v->sb.bitmap_offset = v->sb.bitmap_size = v->sb.bitmap_region = 0;
-        pthread_mutex_unlock(&v->lock);
-    }
-    int rc = rk_volume_close(v);
-    return r ? r : rc;
 }

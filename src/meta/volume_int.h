@@ -67,7 +67,7 @@ void vol_drop_bad(struct rk_volume *v, uint32_t slot);
 void vol_load_bad(struct rk_volume *v);
 
 /* The engine event callbacks of v (member failed, rebuild checkpoint, rebuild done), which
- * record each change in the superblocks; for rk_raid_open. */
+ * record each change in the superblocks; for rk_raid_open, with vol_resync_events' added. */
 struct rk_raid_events vol_events(struct rk_volume *v);
 
 /*
@@ -78,6 +78,10 @@ struct rk_raid_events vol_events(struct rk_volume *v);
  * read-only volumes and levels without redundancy. Returns 0 or -errno with err.
  */
 int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen);
+
+/* The largest data size (bytes) over v's slots: what the bitmap's regions cover
+ * (volume_bitmap.c). */
+uint64_t vol_max_data(const struct rk_volume *v);
 
 /* Start the resync vol_bitmap_setup decided (resume-jobs phase), at most rate bytes/s; when
  * another job (a resumed rebuild) runs it stays pending, logged. */

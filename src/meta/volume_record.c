@@ -184,6 +184,5 @@ struct rk_raid_events vol_events(struct rk_volume *v)
                                 .member_failed = vol_member_failed,
                                 .rebuild_checkpoint = vol_rebuild_checkpoint,
                                 .rebuild_done = vol_rebuild_done};
-    vol_resync_events(&ev);
     return ev;
 }

@@ -19,29 +19,7 @@
 static int bm_write_area(struct raid_priv *r, const uint8_t *buf)
 {
     struct raid_bitmap *bm = r->bm;
-    struct rk_io io[RK_MAX_MEMBERS];
-    uint32_t slot[RK_MAX_MEMBERS];
-    struct rk_io_batch batch;
-    uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE), failed = 0;
-    int n = 0;
-    rk_io_batch_init(&batch);
-    for (uint32_t i = 0; i < r->l.g.members; i++) {
-        if (!(usable & (1u << i)))
-            continue;
-        rk_io_init(&io[n], r->members[i], RK_OP_WRITE, (void *)buf, bm->area_size, bm->area_off,
-                   RK_WRITE_FUA);
-        slot[n++] = i;
-    }
-    if (rk_io_run(&batch, io, n)) {
-        for (int i = 0; i < n; i++) {
-            if (io[i].result) {
-                failed |= 1u << slot[i];
-                raid_fail(r, slot[i], io[i].result);
-            }
-        }
-    }
-    rk_io_batch_destroy(&batch);
-    return r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO;
+    return raid_members_round(r, RK_OP_WRITE, buf, bm->area_size, bm->area_off, RK_WRITE_FUA);
 }
 
 /*

@@ -16,57 +16,9 @@
  * The engine names no level: a request goes to the level's rw hook (raid_copies_rw for the
  * copy levels, the parity levels' own), the layout comes from the level registry (geom.c). Slot
  * states are atomics and the data path takes no engine lock; fail_lock only serialises
- * rk_raid_fail_slot's "would this lose data" check against itself. The lock order is written down
- * in raid_int.h.
+ * rk_raid_fail_slot's "would this lose data" check against itself. Member failures are recorded
+ * by fail.c. The lock order is written down in raid_int.h.
  */
-
-int raid_fail(struct raid_priv *r, uint32_t slot, int error)
-{
-    uint32_t bit = 1u << slot;
-    /* The pending bit is set before the state reads FAILED (both under rec_lock), so a
-     * request that routed around the slot always finds it in raid_fail_settle. */
-    pthread_mutex_lock(&r->rec_lock);
-    int s = atomic_load(&r->state[slot]);
-    if (s == RK_SLOT_FAILED || s == RK_SLOT_MISSING) {
-        pthread_mutex_unlock(&r->rec_lock);
-        return 0;
-    }
-    /* Only this function moves a slot to FAILED, so the check above still holds; other
-     * transitions (REBUILDING -> ACTIVE) are overridden: the failure wins. */
-    atomic_fetch_or(&r->rec_pending, bit);
-    atomic_store(&r->state[slot], RK_SLOT_FAILED);
-    pthread_mutex_unlock(&r->rec_lock);
-    if (error)
-        rk_warn("raid: slot %u (%s) failed: %s", slot, r->members[slot]->name, strerror(-error));
-    else
-        rk_warn("raid: slot %u (%s) marked failed on request", slot, r->members[slot]->name);
-    /* Recording runs with whatever locks the failing request holds, but needs none of them:
-     * the other requests wait for it in raid_fail_settle, outside every lock. */
-    int rec = r->ev.member_failed ? r->ev.member_failed(r->ev.ctx, slot, error) : 0;
-    pthread_mutex_lock(&r->rec_lock);
-    if (rec && !atomic_load(&r->writes_stopped)) {
-        rk_err("raid: the failure of slot %u could not be recorded in any superblock (%s): "
-               "writes and flushes fail with EIO from now on",
-               slot, strerror(-rec));
-        atomic_store(&r->writes_stopped, true);
-    }
-    atomic_fetch_and(&r->rec_pending, ~bit); /* after writes_stopped: settle reads them so */
-    pthread_cond_broadcast(&r->rec_cond);
-    pthread_mutex_unlock(&r->rec_lock);
-    return rec;
-}
-
-int raid_fail_settle(struct raid_priv *r, int ret)
-{
-    uint32_t want = atomic_load(&r->rec_pending);
-    if (want) {
-        pthread_mutex_lock(&r->rec_lock);
-        while (atomic_load(&r->rec_pending) & want)
-            pthread_cond_wait(&r->rec_cond, &r->rec_lock);
-        pthread_mutex_unlock(&r->rec_lock);
-    }
-    return atomic_load(&r->writes_stopped) ? -EIO : ret;
-}
 
 static int raid_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
@@ -118,31 +70,9 @@ static int raid_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uin
 static int raid_flush(struct rk_dev *dev)
 {
     struct raid_priv *r = dev->priv;
-    struct rk_io io[RK_MAX_MEMBERS];
-    uint32_t slot[RK_MAX_MEMBERS];
-    struct rk_io_batch batch;
-    uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE), failed = 0;
-    int n = 0;
-
     if (atomic_load(&r->writes_stopped))
         return -EIO;
-    rk_io_batch_init(&batch);
-    for (uint32_t i = 0; i < r->l.g.members; i++) {
-        if (!(usable & (1u << i)))
-            continue;
-        rk_io_init(&io[n], r->members[i], RK_OP_FLUSH, NULL, 0, 0, 0);
-        slot[n++] = i;
-    }
-    if (rk_io_run(&batch, io, n)) {
-        for (int i = 0; i < n; i++) {
-            if (io[i].result) {
-                failed |= 1u << slot[i];
-                raid_fail(r, slot[i], io[i].result);
-            }
-        }
-    }
-    rk_io_batch_destroy(&batch);
-    return raid_fail_settle(r, r->l.lvl->survives(&r->l, usable & ~failed) ? 0 : -EIO);
+    return raid_fail_settle(r, raid_members_round(r, RK_OP_FLUSH, NULL, 0, 0, 0));
 }
 
 /* Free r and what it holds: stop a running job first, then the level's state (a no-op unless

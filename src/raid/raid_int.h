@@ -193,18 +193,27 @@ static inline struct raid_priv *raid_priv_of(struct rk_dev *dev)
  * at once and counts as "recording" (rec_pending) until the callback returns; it never waits
  * for another thread's recording. Returns the callback's result when this call made the
  * transition (0 = recorded; -errno = recorded nowhere: the array stops taking writes), else 0.
- * Defined in engine.c, used by every level.
+ * Defined in fail.c, used by every level.
  */
 int raid_fail(struct raid_priv *r, uint32_t slot, int error);
 
 /*
- * The completion rule of every write, write-zeroes, discard and flush (engine.c): a request
+ * The completion rule of every write, write-zeroes, discard and flush (fail.c): a request
  * whose result ret may rest on a slot having FAILED (it skipped the slot, or lost it) must not
  * complete before that failure is recorded. Waits, holding no lock, until every slot that was
  * recording when called has finished, then returns ret, or -EIO when some failure could not be
  * recorded (writes stopped). Lock-free when nothing is recording.
  */
 int raid_fail_settle(struct raid_priv *r, int ret);
+
+/*
+ * One round of op (len bytes at byte offset off of every member, from buf when op is WRITE;
+ * flags as in struct rk_io) on every slot that takes writes, in parallel (fail.c). A slot
+ * whose I/O fails is failed (raid_fail). Returns 0 when the slots left still hold all data,
+ * else -EIO. The caller applies raid_fail_settle where a request's completion depends on it.
+ */
+int raid_members_round(struct raid_priv *r, enum rk_op op, const void *buf, uint64_t len,
+                       uint64_t off, uint32_t flags);
 
 /* The registry's table entry of a level, or NULL for an unknown level. */
 const struct raid_level *raid_level_get(int level);
