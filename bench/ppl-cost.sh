@@ -2,11 +2,14 @@
 # Cost of the partial parity log (bench/RESULTS.md "Partial parity log"): raid5 (4 members) and
 # raid6 (6 members) on tmpfs, created with --write-hole ppl and --write-hole none in turn on the
 # same member files, measured with fio (nbd engine): 4K random writes (qd 32), 1M sequential
-# writes (qd 8) and whole-stripe sequential writes (bs = the stripe width, qd 8).
+# writes (qd 8) and whole-stripe sequential writes (bs = the stripe width, qd 8). The ppl arm
+# keeps the default write-intent bitmap; the none arm gets `--bitmap $BASE_BITMAP`, so with the
+# default BASE_BITMAP=none the ratio is the whole cost of safety (bitmap + log vs neither), and
+# with BASE_BITMAP=internal the cost of the log alone.
 #
 # Usage: bench/ppl-cost.sh RAIDKIT_BINARY
 # Environment: ROUNDS [3]  RUNTIME [4] s per run  MEMBER_SIZE [256M]  CHUNK [64K]
-#   SHM_DIR [/dev/shm]  OUT_DIR [<repo>/bench/out/ppl-cost-TIME]
+#   SHM_DIR [/dev/shm]  OUT_DIR [<repo>/bench/out/ppl-cost-TIME]  BASE_BITMAP [none]
 set -uo pipefail
 
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -24,6 +27,7 @@ OUT_DIR=${OUT_DIR:-$REPO/bench/out/ppl-cost-$(date +%Y%m%d-%H%M%S)}
 PY=/usr/bin/python3
 WAIT_QUIET=${WAIT_QUIET:-0}
 QUIET_LOAD=${QUIET_LOAD:-1.5}
+BASE_BITMAP=${BASE_BITMAP:-none}
 
 for t in fio nbdinfo "$PY"; do
     command -v "$t" >/dev/null 2>&1 || { echo "bench: $t is missing" >&2; exit 1; }
@@ -67,8 +71,10 @@ for r in $(seq 1 "$ROUNDS"); do
         modes=(ppl none)
         [ $((r % 2)) -eq 0 ] && modes=(none ppl)
         for mode in "${modes[@]}"; do
+            extra=()
+            [ "$mode" = none ] && extra=(--bitmap "$BASE_BITMAP")
             "$RK" create --force --assume-clean --level "$level" --chunk "${CHUNK_K}K" \
-                --write-hole "$mode" "${members[@]}" >/dev/null 2>&1 || exit 1
+                --write-hole "$mode" "${extra[@]}" "${members[@]}" >/dev/null 2>&1 || exit 1
             sock=$WORK/nbd.sock
             rm -f "$sock"
             slog=$OUT_DIR/serve-$level-$mode-r$r.log
