@@ -203,4 +203,16 @@ static inline struct rk_dev *rk_test_bad_open(const struct rk_dev_ops *ops, uint
     return rk_test_wrap(ops, b, b->inner, "bad");
 }
 
+/* The ops of a failing member with every operation (tests that need a member without discard
+ * or write-zeroes build their own table). */
+__attribute__((unused)) static const struct rk_dev_ops rk_test_bad_ops = {
+    .kind = "bad",
+    .read = rk_test_bad_read,
+    .write = rk_test_bad_write,
+    .flush = rk_test_bad_flush,
+    .discard = rk_test_bad_discard,
+    .write_zeroes = rk_test_bad_write_zeroes,
+    .close = rk_test_bad_close,
+};
+
 #endif

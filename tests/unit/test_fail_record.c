@@ -23,16 +23,6 @@
 #define DATA_SZ (1024 * 1024u)
 #define HOLD_MS 60 /* how long a held request is watched for (not) completing */
 
-static const struct rk_dev_ops bad_ops = {
-    .kind = "bad",
-    .read = rk_test_bad_read,
-    .write = rk_test_bad_write,
-    .flush = rk_test_bad_flush,
-    .discard = rk_test_bad_discard,
-    .write_zeroes = rk_test_bad_write_zeroes,
-    .close = rk_test_bad_close,
-};
-
 /* The member_failed callback's gate: it announces itself, waits for release, returns result. */
 struct gate {
     pthread_mutex_t lock;
@@ -100,7 +90,7 @@ static void fx_open(struct fx *f, int level, uint32_t n, int result)
     f->bad_slot = n - 1;
     rk_test_geom(&f->g, level, n, CHUNK, 0, DATA_SZ);
     for (uint32_t i = 0; i < n; i++)
-        f->m[i] = rk_test_bad_open(&bad_ops, DATA_SZ);
+        f->m[i] = rk_test_bad_open(&rk_test_bad_ops, DATA_SZ);
     struct rk_test_bad *b = f->m[f->bad_slot]->priv;
     b->fail_writes = 1;
     b->fail_flush = 1;

@@ -18,19 +18,9 @@
 
 /* ---- a failing device (rk_test.h): forwards to a mem device, with switchable errors ---- */
 
-static const struct rk_dev_ops bad_ops = {
-    .kind = "bad",
-    .read = rk_test_bad_read,
-    .write = rk_test_bad_write,
-    .flush = rk_test_bad_flush,
-    .discard = rk_test_bad_discard,
-    .write_zeroes = rk_test_bad_write_zeroes,
-    .close = rk_test_bad_close,
-};
-
 static struct rk_dev *bad_open(uint64_t size)
 {
-    return rk_test_bad_open(&bad_ops, size);
+    return rk_test_bad_open(&rk_test_bad_ops, size);
 }
 
 static struct rk_test_bad *bad_of(struct rk_dev *dev)
