@@ -34,16 +34,14 @@ static int vol_bitmap_write_empty(struct rk_volume *v, char *err, size_t errlen)
     return r;
 }
 
-int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err, size_t errlen)
+/* The refusals of rk_volume_bitmap_add, on an open volume; *region gets the default when 0.
+ * 0, or -errno with the reason in err. */
+static int bitmap_add_check(struct rk_volume *v, uint64_t *region, char *err, size_t errlen)
 {
-    struct rk_volume *v = NULL;
-    struct rk_open_opts o = {.degraded = false};
-    int r = rk_volume_open(paths, n, &o, &v, err, errlen);
-    if (r)
-        return r;
+    int r = 0;
     uint64_t maxd = vol_max_data(v);
-    if (!region)
-        region = rk_bm_default_region(maxd, v->sb.chunk);
+    if (!*region)
+        *region = rk_bm_default_region(maxd, v->sb.chunk);
     if (v->sb.bitmap_offset) {
         rk_set_err(err, errlen, "the array already has a write-intent bitmap");
         r = -EEXIST;
@@ -51,12 +49,34 @@ int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char 
         rk_set_err(err, errlen, "%s has no redundancy: nothing to resync, no bitmap",
                    rk_level_name(v->sb.level));
         r = -EOPNOTSUPP;
-    } else if (v->resync) {
+    } else if (v->resync || v->was_dirty || (v->sb.resync_flags & RK_SB_RESYNC_PENDING)) {
         rk_set_err(err, errlen, "the array is not in sync: serve it until its resync ends first");
         r = -EBUSY;
     } else {
-        r = rk_bm_check_region(region, maxd, v->sb.chunk, err, errlen);
+        r = rk_bm_check_region(*region, maxd, v->sb.chunk, err, errlen);
     }
+    return r;
+}
+
+int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char *err, size_t errlen)
+{
+    struct rk_volume *v = NULL;
+    /* Every refusal is decided on a read-only open, which writes nothing to any member. */
+    struct rk_open_opts ro = {.read_only = true};
+    int r = rk_volume_open(paths, n, &ro, &v, err, errlen);
+    if (r)
+        return r;
+    r = bitmap_add_check(v, &region, err, errlen);
+    rk_volume_close(v);
+    v = NULL;
+    if (r)
+        return r;
+    struct rk_open_opts o = {.degraded = false};
+    r = rk_volume_open(paths, n, &o, &v, err, errlen);
+    if (r)
+        return r;
+    uint64_t maxd = vol_max_data(v);
+    r = bitmap_add_check(v, &region, err, errlen); /* unchanged since: the members are locked */
     if (!r) {
         pthread_mutex_lock(&v->lock);
         v->sb.bitmap_offset = RK_BM_OFFSET;

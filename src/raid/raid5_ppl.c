@@ -410,6 +410,15 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
 
 /* ---- replay and start ---- */
 
+/* Is the RK_PPL_BLOCK-byte block b all zeros (a region that was never written)? */
+static bool ppl_block_zero(const char *b)
+{
+    for (size_t i = 0; i < RK_PPL_BLOCK; i++)
+        if (b[i])
+            return false;
+    return true;
+}
+
 /* Read slot's region and collect its valid entries newer than its head's retirement point.
  * Untrusted blocks (bad checksum, bounds, generation) are logged and ignored. */
 static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc)
@@ -427,6 +436,10 @@ static void ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, 
     int ret = rk_ppl_head_decode((const uint8_t *)buf, L->id, &h, err, sizeof(err));
     if (ret && ret != RK_PPL_ENONE)
         rk_warn("raid: slot %" PRIu32 " (%s): %s; log head ignored", slot, who, err);
+    else if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
+        rk_warn("raid: slot %" PRIu32 " (%s): partial parity log head is not a log head (corrupt "
+                "or foreign data); ignored, the slot's entries are still checked one by one",
+                slot, who);
     sc->next = h.retired > sc->next ? h.retired : sc->next;
     struct rk_ppl_limits lim = {.id = L->id,
                                 .chunk = r->l.g.chunk,
