@@ -3,17 +3,20 @@
 #include "raidkit/volume.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "core/util.h"
 #include "meta/meta_int.h"
+#include "raid/bitmap_disk.h"
 #include "raidkit/member.h"
 
 /* A growing text buffer; on ENOMEM it stops growing and info returns NULL. */
@@ -67,15 +70,53 @@ static const char *info_slot_path(const struct meta_scan *s, uint32_t i)
     return s->slot_member[i] >= 0 ? s->m[s->slot_member[i]].path : NULL;
 }
 
+/* Check member m's write-intent bitmap area (when its superblock names one): 0, or -errno with
+ * the reason in err. Reads with pread only: info writes nothing. */
+static int info_check_bitmap(const struct meta_member *m, char *err, size_t errlen)
+{
+    const struct rk_sb *sb = &m->sb;
+    if (!sb->bitmap_offset || !sb->bitmap_size || sb->bitmap_size > (1u << 20))
+        return 0;
+    uint8_t *area = malloc(sb->bitmap_size);
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    int r = 0;
+    if (!area || fd < 0) {
+        r = area ? -errno : -ENOMEM;
+        snprintf(err, errlen, "cannot read: %s", strerror(-r));
+    } else if (pread(fd, area, sb->bitmap_size, (off_t)sb->bitmap_offset) !=
+               (ssize_t)sb->bitmap_size) {
+        r = -EIO;
+        snprintf(err, errlen, "short read");
+    } else {
+        struct rk_bm_hdr h;
+        r = rk_bm_decode(area, sb->bitmap_size, 0, &h, err, errlen);
+        if (!r && (h.region != sb->bitmap_region || memcmp(h.uuid, sb->array_uuid, 16))) {
+            snprintf(err, errlen, "region or array UUID differs from the superblock");
+            r = -EINVAL;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(area);
+    return r;
+}
+
 /* Problems of the scan as lines, handed to emit one by one. */
 static void info_problems(const struct meta_scan *s, void (*emit)(void *ctx, const char *line),
                           void *ctx)
 {
     char line[512];
     for (int i = 0; i < s->n; i++) {
-        if (s->m[i].cls == META_OK)
-            continue;
-        snprintf(line, sizeof(line), "member %s %s", s->m[i].path, s->m[i].reason);
+        char why[200] = "";
+        if (s->m[i].cls == META_OK) {
+            if (info_check_bitmap(&s->m[i], why, sizeof(why)) == 0)
+                continue;
+            snprintf(line, sizeof(line),
+                     "member %s: write-intent bitmap refused (%s): serve will not trust this copy",
+                     s->m[i].path, why);
+        } else {
+            snprintf(line, sizeof(line), "member %s %s", s->m[i].path, s->m[i].reason);
+        }
         emit(ctx, line);
     }
     if (s->master < 0)
