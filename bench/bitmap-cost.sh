@@ -17,18 +17,9 @@ RUNTIME=${RUNTIME:-5}
 MEMBER_SIZE=${MEMBER_SIZE:-256M}
 SHM_DIR=${SHM_DIR:-/dev/shm}
 LEVELS=${LEVELS:-raid1 raid5}
-WORK=$(mktemp -d "$SHM_DIR/bitmap-cost.XXXXXX") || exit 1
-RK_PID=""
-# shellcheck disable=SC2317  # runs from the EXIT trap
-cleanup() {
-    if [ -n "$RK_PID" ]; then
-        kill -TERM "$RK_PID" 2>/dev/null
-        wait "$RK_PID" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_need fio /usr/bin/python3
+bench_workdir bitmap-cost
 
 # run LEVEL N BITMAP: create, serve, fio 4K randwrite qd32; print IOPS.
 run() {

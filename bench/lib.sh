@@ -31,3 +31,32 @@ wait_quiet() {
     [ "$WAIT_QUIET" -gt 0 ] && log "machine never got quiet; measuring anyway (load recorded)"
     return 0
 }
+
+# bench_need TOOL...: exit 1 with a message when a tool is missing.
+bench_need() {
+    local t
+    for t in "$@"; do
+        if ! command -v "$t" >/dev/null 2>&1; then
+            echo "bench: $t is missing (scripts/install-deps.sh)" >&2
+            exit 1
+        fi
+    done
+}
+
+# bench_workdir NAME: a private work dir $WORK under $SHM_DIR, removed at exit together with
+# the one raidkit server $RK_PID a script may have running (SIGTERM, then wait).
+bench_workdir() {
+    WORK=$(mktemp -d "$SHM_DIR/$1.XXXXXX") || exit 1
+    RK_PID=""
+    trap bench_cleanup EXIT
+    trap 'exit 130' INT TERM
+}
+
+# shellcheck disable=SC2317  # runs from the EXIT trap
+bench_cleanup() {
+    if [ -n "$RK_PID" ]; then
+        kill -TERM "$RK_PID" 2>/dev/null
+        wait "$RK_PID" 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}

@@ -29,23 +29,10 @@ WAIT_QUIET=${WAIT_QUIET:-0}
 QUIET_LOAD=${QUIET_LOAD:-1.5}
 BASE_BITMAP=${BASE_BITMAP:-none}
 
-for t in fio nbdinfo "$PY"; do
-    command -v "$t" >/dev/null 2>&1 || { echo "bench: $t is missing" >&2; exit 1; }
-done
-WORK=$(mktemp -d "$SHM_DIR/ppl-cost.XXXXXX") || exit 1
-mkdir -p "$OUT_DIR" || exit 1
-RK_PID=""
-# shellcheck disable=SC2317  # runs from the EXIT trap
-cleanup() {
-    if [ -n "$RK_PID" ]; then
-        kill -TERM "$RK_PID" 2>/dev/null
-        wait "$RK_PID" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_need fio nbdinfo "$PY"
+bench_workdir ppl-cost
+mkdir -p "$OUT_DIR" || exit 1
 
 for i in 0 1 2 3 4 5; do
     truncate -s "$MEMBER_SIZE" "$WORK/m$i" || exit 1

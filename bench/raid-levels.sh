@@ -36,29 +36,10 @@ PARITY_PERF=${PARITY_PERF-$(dirname "$RK")/parity_perf}
 OUT_DIR=${OUT_DIR:-$REPO/bench/out/raid-levels-$(date +%Y%m%d-%H%M%S)}
 PY=/usr/bin/python3
 
-for t in fio nbdinfo "$PY"; do
-    if ! command -v "$t" >/dev/null 2>&1; then
-        echo "bench: $t is missing (scripts/install-deps.sh)" >&2
-        exit 1
-    fi
-done
-
-WORK=$(mktemp -d "$SHM_DIR/raid-levels.XXXXXX") || exit 1
-mkdir -p "$OUT_DIR" || exit 1
-RK_PID=""
-
-# shellcheck disable=SC2317  # runs from the EXIT trap
-cleanup() {
-    if [ -n "$RK_PID" ]; then
-        kill -TERM "$RK_PID" 2>/dev/null
-        wait "$RK_PID" 2>/dev/null
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_need fio nbdinfo "$PY"
+bench_workdir raid-levels
+mkdir -p "$OUT_DIR" || exit 1
 
 # counters CONTROL: "reads writes read_bytes write_bytes" summed over the members
 counters() {
