@@ -136,6 +136,12 @@ struct rk_raid_events {
     /* Resync ended: 0 = every marked region is in sync (persist "no resync needed"), else
      * -errno (-EINTR: stopped after a final checkpoint). Once per resync, from its thread. */
     void (*resync_done)(void *ctx, int result);
+    /* The write-intent bitmap is about to clear bits (every slot ACTIVE, the regions idle and
+     * flushed): persist the array's current event count as the count at which bits were last
+     * cleared (docs/FORMAT.md "Re-add"), durably, before returning. 0 = recorded (the bits
+     * are cleared), -errno = not (they stay set). From the bitmap's cleaner thread or close,
+     * outside engine locks; may block on I/O. NULL = nothing to record. */
+    int (*bitmap_clearing)(void *ctx);
 };
 
 /*
@@ -202,6 +208,17 @@ int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member
 int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate);
 
 /*
+ * Start a re-add of slot (REBUILDING, see rk_raid_add_member; its member is the slot's old
+ * member, whose content was current when it left): like rk_raid_rebuild_start, but only the
+ * regions whose write-intent bit is set when the walk reaches them are reconstructed (every
+ * write since the member left set one, and no bit is cleared while a slot is not ACTIVE);
+ * the rest of the member is kept. Progress says readd, resynced = bytes reconstructed.
+ * Returns 0, -ENOENT (no on-disk bitmap attached: nothing proves what changed), else as
+ * rk_raid_rebuild_start.
+ */
+int rk_raid_readd_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate);
+
+/*
  * Start a scrub in a background thread: compare every copy (or parity) of every chunk through
  * the level's scrub hook and count mismatched chunks (stripes for parity levels); with repair,
  * rewrite what the redundancy can tell is wrong: raid1 with 3+ copies by majority, 2 copies
@@ -243,6 +260,7 @@ struct rk_raid_progress {
     int64_t last_finished; /* unix time of the last scrub's end */
     uint64_t resynced;     /* resync: member data-area bytes resynced (per member) so far */
     bool full;             /* resync: every region (no bitmap to say which), not just marked ones */
+    bool readd;            /* rebuild: a re-add (only marked regions; resynced = bytes rebuilt) */
 };
 
 /*
@@ -263,6 +281,9 @@ struct rk_raid_bitmap_opts {
     /* Regions to resync (bit i = byte i/8, bit i%8): their bits stay set on disk until a
      * resync (rk_raid_resync_start with full false) reaches them. NULL = none. */
     const uint8_t *bits;
+    /* Regions whose bits are set on disk and stay set (no resync): what a member that is away
+     * will need at its re-add. Same encoding; NULL = none. */
+    const uint8_t *keep;
     uint32_t idle_ms; /* idle time before a bit is cleared; 0 = 5000 */
 };
 

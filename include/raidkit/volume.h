@@ -127,6 +127,29 @@ const char *rk_volume_member_path(struct rk_volume *v, uint32_t slot);
 int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
                       char *err, size_t errlen);
 
+/*
+ * Re-add (md's --re-add; docs/ARCHITECTURE.md "Re-add"): put the slot's old member, back with
+ * the content it had when it left, into slot (failed or missing) and resync only what changed
+ * since, in the background (at most rate bytes/s). The member at path must hold this array's
+ * superblock with the member UUID the slot table records for slot, and an event count lower
+ * than the array's. When the write-intent bitmap proves what changed (an on-disk bitmap whose
+ * last clear, docs/FORMAT.md "Re-add", is not newer than the member's event count, and no
+ * unreadable range recorded for the slot) only the regions with a set bit are resynced; else
+ * the member is rebuilt whole and note says why. Either way note (when non-NULL) gets one line
+ * ("re-add of slot N: ..."), also logged and shown in the status ("rejoin"). Reads never come
+ * from the slot until the job completed. Returns 0, or -errno with one line in err, nothing
+ * written: -EINVAL bad slot, -EBUSY slot active/rebuilding or a job running, -EXDEV another
+ * array's member, -ESTALE not this slot's old member (names the slot it belongs to), -ENODATA
+ * no superblock, -EROFS, -EOPNOTSUPP, -ENOSPC as rk_volume_replace.
+ */
+int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate, char *note,
+                    size_t notelen, char *err, size_t errlen);
+
+/* What the last rejoin of slot was (the note of rk_volume_readd, also after a replace that
+ * recognised the old member), or NULL when none happened since open. Valid until the volume is
+ * closed or the slot rejoins again. */
+const char *rk_volume_rejoin_note(struct rk_volume *v, uint32_t slot);
+
 /* Describe the volume as JSON text (malloc'ed, caller frees): array UUID, name, level, size,
  * chunk, event counter, clean/was_dirty/read_only flags, every slot with path, state, data size
  * and I/O mode, degraded flag. NULL for NULL v or on ENOMEM. */

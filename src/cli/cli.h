@@ -15,6 +15,7 @@ int cli_bench(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_fail(int argc, char **argv);
 int cli_replace(int argc, char **argv);
+int cli_readd(int argc, char **argv); /* cmd_manage.c */
 int cli_scrub(int argc, char **argv);
 
 #endif

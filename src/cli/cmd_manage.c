@@ -120,8 +120,9 @@ static void mgmt_job_line(const cJSON *job, char *out, size_t len)
         return;
     }
     char what[64];
-    if (!strcmp(kind, "rebuild"))
-        snprintf(what, sizeof(what), "rebuild of slot %.0f", mgmt_num(job, "slot"));
+    if (!strcmp(kind, "rebuild") || !strcmp(kind, "re-add"))
+        snprintf(what, sizeof(what), "%s of slot %.0f (%.0f bytes resynced)", kind,
+                 mgmt_num(job, "slot"), mgmt_num(job, "resynced_bytes"));
     else if (!strcmp(kind, "resync"))
         snprintf(what, sizeof(what), "resync (%s, %.0f bytes resynced)",
                  cJSON_IsTrue(cJSON_GetObjectItem(job, "full")) ? "full" : "bitmap",
@@ -302,6 +303,23 @@ static const char replace_usage[] =
     "  -w, --with PATH     the new member\n"
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -W, --wait          online: wait until the rebuild ended\n"
+    "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -h, --help          show this help\n";
+
+static const char readd_usage[] =
+    "Usage: raidkit re-add --slot N MEMBER [--rate MIB] [--wait] (--control PATH | "
+    "ARRAYMEMBER...)\n"
+    "\n"
+    "Take the old member of slot N (failed or missing) back with the content it had when it\n"
+    "left, like mdadm --re-add: when the write-intent bitmap proves what changed since, only\n"
+    "those regions are resynced; otherwise (no bitmap, the member older than the bitmap's last\n"
+    "clear, unreadable ranges recorded) it is rebuilt whole, and the output says why. MEMBER\n"
+    "must carry this array's superblock with the member UUID recorded for slot N. Online with\n"
+    "--control, or offline over the array's other members. Checkpointed: a restart resumes it.\n"
+    "\n"
+    "  -s, --slot N        the slot to take the member back into\n"
+    "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
+    "  -W, --wait          online: wait until the re-add ended\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
     "  -h, --help          show this help\n";
 
@@ -583,5 +601,59 @@ int cli_scrub(int argc, char **argv)
         mgmt_print_mismatch(mm[i].slot, (double)mm[i].member_off, (double)mm[i].len,
                             mm[i].array_off == RK_RAID_NO_ARRAY_OFF ? -1 : (double)mm[i].array_off,
                             rk_raid_mismatch_kind_name(mm[i].kind), rk_raid_fix_name(mm[i].fixed));
+    return CLI_EXIT_OK;
+}
+
+int cli_readd(int argc, char **argv)
+{
+    struct mgmt_opts o;
+    int r = mgmt_parse("re-add", readd_usage, argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_OK : r;
+    int n = argc - optind - 1;
+    if (o.slot < 0 || n < 0 || o.with || (!o.control && n == 0) || (o.control && n > 0)) {
+        fprintf(stderr, "raidkit re-add: needs --slot N, the MEMBER and either --control PATH or "
+                        "the array's other members (see raidkit re-add --help)\n");
+        return CLI_EXIT_USAGE;
+    }
+    char abs[PATH_MAX], err[600] = "", note[300] = "";
+    if (!realpath(argv[optind], abs)) {
+        fprintf(stderr, "raidkit re-add: member %s: %s\n", argv[optind], strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (o.control) {
+        cJSON *req = cJSON_CreateObject();
+        cJSON_AddStringToObject(req, "cmd", "re-add");
+        cJSON_AddNumberToObject(req, "slot", (double)o.slot);
+        cJSON_AddStringToObject(req, "member", abs);
+        cJSON_AddNumberToObject(req, "rate", (double)o.rate);
+        cJSON *reply = mgmt_call("re-add", o.control, req);
+        int rc = reply ? mgmt_check("re-add", reply) : CLI_EXIT_FAIL;
+        if (!rc)
+            printf("%s\n", mgmt_str(reply, "message"));
+        cJSON_Delete(reply);
+        if (rc)
+            return rc;
+        return o.wait ? mgmt_wait_job("re-add", o.control) : CLI_EXIT_OK;
+    }
+    struct rk_volume *vol = NULL;
+    if (mgmt_open("re-add", n, argv + optind + 1, false, &vol))
+        return CLI_EXIT_FAIL;
+    r = rk_volume_readd(vol, (uint32_t)o.slot, abs, o.rate, note, sizeof(note), err, sizeof(err));
+    if (r) {
+        fprintf(stderr, "raidkit re-add: %s\n", err[0] ? err : strerror(-r));
+        rk_volume_close(vol);
+        return CLI_EXIT_FAIL;
+    }
+    printf("%s\n", note);
+    r = mgmt_offline_wait("re-add", rk_volume_raid(vol));
+    struct rk_raid_progress p;
+    rk_raid_progress(rk_volume_raid(vol), &p);
+    int rc = rk_volume_close(vol);
+    if (r || rc) {
+        fprintf(stderr, "raidkit re-add: %s\n", strerror(-(r ? r : rc)));
+        return CLI_EXIT_FAIL;
+    }
+    printf("slot %" PRId64 ": re-added %s, %" PRIu64 " bytes resynced\n", o.slot, abs, p.resynced);
     return CLI_EXIT_OK;
 }

@@ -26,6 +26,7 @@ static const char main_usage[] =
     "  status   show a served array's state, rebuild/scrub progress and I/O counters\n"
     "  fail     mark a member of a served array failed\n"
     "  replace  rebuild a failed slot onto a new member (online or offline)\n"
+    "  re-add   take a slot's old member back, resyncing only what changed (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
@@ -68,6 +69,8 @@ int main(int argc, char **argv)
         return cli_fail(argc - 1, argv + 1);
     if (!strcmp(cmd, "replace"))
         return cli_replace(argc - 1, argv + 1);
+    if (!strcmp(cmd, "re-add"))
+        return cli_readd(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);

@@ -119,13 +119,16 @@ static void ctl_add_job(cJSON *root, const struct rk_raid_progress *p, double pc
     cJSON *job = cJSON_AddObjectToObject(root, "job");
     if (!job)
         return;
-    cJSON_AddStringToObject(job, "kind", ctl_job_kind(p->kind));
+    cJSON_AddStringToObject(
+        job, "kind", p->kind == RK_JOB_REBUILD && p->readd ? "re-add" : ctl_job_kind(p->kind));
     cJSON_AddStringToObject(job, "state", ctl_job_state(p->state));
     if (p->kind == RK_JOB_NONE)
         return;
-    if (p->kind == RK_JOB_REBUILD)
+    if (p->kind == RK_JOB_REBUILD) {
         cJSON_AddNumberToObject(job, "slot", p->slot);
-    else
+        cJSON_AddBoolToObject(job, "readd", p->readd);
+        cJSON_AddNumberToObject(job, "resynced_bytes", (double)p->resynced);
+    } else
         cJSON_AddBoolToObject(job, "repair", p->repair);
     if (p->kind == RK_JOB_RESYNC) {
         cJSON_AddNumberToObject(job, "resynced_bytes", (double)p->resynced);
@@ -334,7 +337,29 @@ static char *ctl_replace(struct rk_volume *v, const cJSON *req)
     int r = rk_volume_replace(v, slot, with->valuestring, rate, err, sizeof(err));
     if (r)
         return rk_control_error("%s", err[0] ? err : strerror(-r));
-    return ctl_ok("message", "rebuild started");
+    /* The slot's old member is re-added (rk_volume_replace recognised it): say how. */
+    const char *note = rk_volume_rejoin_note(v, slot);
+    return ctl_ok("message", note ? note : "rebuild started");
+}
+
+/* {"cmd":"re-add","slot":N,"member":"/abs/path","rate":BYTES_PER_S} */
+static char *ctl_readd(struct rk_volume *v, const cJSON *req)
+{
+    char *reply = NULL;
+    uint32_t slot;
+    uint64_t rate;
+    if (ctl_slot(v, req, "re-add", &slot, &reply))
+        return reply;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "member");
+    if (!cJSON_IsString(m) || m->valuestring[0] != '/')
+        return rk_control_error("re-add needs \"member\": the returning member's absolute path");
+    if (ctl_rate(req, "re-add", &rate, &reply))
+        return reply;
+    char err[600] = "", note[300] = "";
+    int r = rk_volume_readd(v, slot, m->valuestring, rate, note, sizeof(note), err, sizeof(err));
+    if (r)
+        return rk_control_error("%s", err[0] ? err : strerror(-r));
+    return ctl_ok("message", note);
 }
 
 /* {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S} */
@@ -367,10 +392,8 @@ static const struct {
     const char *name;
     char *(*run)(struct rk_volume *v, const cJSON *req);
 } ctl_cmds[] = {
-    {"status", ctl_status},
-    {"fail", ctl_fail},
-    {"replace", ctl_replace},
-    {"scrub", ctl_scrub},
+    {"status", ctl_status}, {"fail", ctl_fail},    {"replace", ctl_replace},
+    {"scrub", ctl_scrub},   {"re-add", ctl_readd},
 };
 
 static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
@@ -378,7 +401,7 @@ static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
     for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
         if (!strcmp(cmd, ctl_cmds[i].name))
             return ctl_cmds[i].run(v, req);
-    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub)", cmd);
+    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub, re-add)", cmd);
 }
 
 char *rk_control_handle(struct rk_volume *v, const char *line)

@@ -432,6 +432,7 @@ static int create_fill_sb(struct rk_sb *sb, const struct create_member *cm, int 
     sb->members = (uint32_t)n;
     sb->data_offset = RK_SB_DATA_OFFSET;
     sb->events = 1;
+    sb->events_cleared = 1; /* re-add: the bitmap records every write from the start */
     sb->dirty = RK_SB_CLEAN;
     sb->ctime = sb->utime = (uint64_t)time(NULL);
     memcpy(sb->name, name, strlen(name));

@@ -18,7 +18,7 @@
  *  96 array_size u64  104 events u64  112 ctime u64  120 utime u64  128 bitmap_offset u64
  * 136 bitmap_size u64  144 journal_offset u64  152 journal_size u64  160 name[32]
  * 192 resync_flags u32  196 reserved u32  200 resync_offset u64  208 bitmap_region u64
- * 216..223 reserved (zero; bitmap/resync)  224 write_hole u32  228 reserved u32  232 ppl_id u64
+ * 216 events_cleared u64  224 write_hole u32  228 readd_slots u32  232 ppl_id u64
  * 240..255 reserved (zero)
  * 256 slot table: RK_MAX_MEMBERS entries of 48 bytes:
  *       +0 state u32  +4 reserved u32  +8 data_size u64  +16 rebuild_offset u64
@@ -53,7 +53,9 @@
 #define SB_OFF_RESYNC_FL   192
 #define SB_OFF_RESYNC_OFF  200
 #define SB_OFF_BM_REGION   208
+#define SB_OFF_EV_CLEARED  216
 #define SB_OFF_WRITE_HOLE  224
+#define SB_OFF_READD       228
 #define SB_OFF_PPL_ID      232
 #define SB_OFF_SLOTS       256
 #define SB_SLOT_SIZE       48
@@ -99,6 +101,8 @@ void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
     rk_put_le32(out + SB_OFF_RESYNC_FL, sb->resync_flags);
     rk_put_le64(out + SB_OFF_RESYNC_OFF, sb->resync_offset);
     rk_put_le64(out + SB_OFF_BM_REGION, sb->bitmap_region);
+    rk_put_le64(out + SB_OFF_EV_CLEARED, sb->events_cleared);
+    rk_put_le32(out + SB_OFF_READD, sb->readd_slots);
     rk_put_le32(out + SB_OFF_WRITE_HOLE, sb->write_hole);
     rk_put_le64(out + SB_OFF_PPL_ID, sb->ppl_id);
     /* strnlen keeps a name without NUL from running past the field. */
@@ -204,6 +208,26 @@ static int sb_check_resync(const struct rk_sb *sb, char *err, size_t errlen)
                    " bytes) is not a power of two >= 64 KiB and the chunk inside 512 KiB",
                    rg, sb->bitmap_offset, sb->bitmap_size);
         return -EINVAL;
+    }
+    return 0;
+}
+
+/* The re-add fields (docs/FORMAT.md "Re-add"); slots are already checked. */
+static int sb_check_readd(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    if (sb->events_cleared > sb->events) {
+        rk_set_err(err, errlen,
+                   "bitmap cleared at event %" PRIu64 ", after the event counter %" PRIu64,
+                   sb->events_cleared, sb->events);
+        return -EINVAL;
+    }
+    for (uint32_t i = 0; i < 32; i++) {
+        if (!(sb->readd_slots & (1u << i)))
+            continue;
+        if (i >= sb->members || sb->slots[i].state != RK_SLOT_REBUILDING) {
+            rk_set_err(err, errlen, "re-add flag of slot %" PRIu32 " which is not rebuilding", i);
+            return -EINVAL;
+        }
     }
     return 0;
 }
@@ -345,6 +369,9 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
     r = sb_check_slots(sb, err, errlen);
     if (r)
         return r;
+    r = sb_check_readd(sb, err, errlen);
+    if (r)
+        return r;
     if (sb->data_size != sb->slots[sb->slot].data_size) {
         rk_set_err(err, errlen,
                    "member data size %" PRIu64 " differs from slot %" PRIu32 "'s entry %" PRIu64,
@@ -425,6 +452,8 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
     sb->resync_flags = rk_get_le32(buf + SB_OFF_RESYNC_FL);
     sb->resync_offset = rk_get_le64(buf + SB_OFF_RESYNC_OFF);
     sb->bitmap_region = rk_get_le64(buf + SB_OFF_BM_REGION);
+    sb->events_cleared = rk_get_le64(buf + SB_OFF_EV_CLEARED);
+    sb->readd_slots = rk_get_le32(buf + SB_OFF_READD);
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
         const uint8_t *e = buf + SB_OFF_SLOTS + i * SB_SLOT_SIZE;
         struct rk_sb_slot *s = &sb->slots[i];

@@ -83,7 +83,13 @@ struct rk_sb {
     uint32_t resync_flags;                 /* RK_SB_RESYNC_*; 0 on older arrays */
     uint64_t resync_offset;                /* full resync: data-area bytes already in sync */
     uint64_t bitmap_region;                /* bitmap: data-area bytes per bit (0 = none) */
-    char name[RK_SB_NAME_LEN];             /* NUL padded */
+    /* Re-add (docs/FORMAT.md "Re-add"): the array event count at which the write-intent
+     * bitmap last cleared bits (0 on older arrays: unknown, a returning member is rebuilt
+     * whole), and the slots whose REBUILDING state is a re-add (bit i = slot i: only the
+     * regions the bitmap marks are resynced). */
+    uint64_t events_cleared;
+    uint32_t readd_slots;
+    char name[RK_SB_NAME_LEN]; /* NUL padded */
     struct rk_sb_slot slots[RK_MAX_MEMBERS];
     uint32_t nbad; /* bad-range table entries in use, <= RK_SB_BAD_MAX */
     struct rk_sb_bad bad[RK_SB_BAD_MAX];

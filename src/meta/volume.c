@@ -358,13 +358,13 @@ static void vol_resume_jobs(struct rk_volume *v, struct vol_asm *a)
         uint64_t from = v->sb.slots[i].rebuild_offset;
         int r = added[i];
         if (!r)
-            r = rk_raid_rebuild_start(v->raid, i, from, a->o->rebuild_rate);
+            r = vol_rebuild_resume(v, i, a->o->rebuild_rate); /* a re-add stays one */
         if (r)
             rk_warn("member %s (slot %" PRIu32 "): cannot resume its rebuild: %s", v->paths[i], i,
                     strerror(-r));
         else
-            rk_info("member %s (slot %" PRIu32 "): resuming rebuild at data offset %" PRIu64,
-                    v->paths[i], i, from);
+            rk_info("member %s (slot %" PRIu32 "): resuming %s at data offset %" PRIu64,
+                    v->paths[i], i, v->sb.readd_slots & (1u << i) ? "re-add" : "rebuild", from);
     }
     vol_resync_start(v, a->o->rebuild_rate);
 }

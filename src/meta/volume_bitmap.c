@@ -95,6 +95,14 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
             rk_warn("no member holds a valid write-intent bitmap: resyncing the whole array");
             full = true;
         }
+        /* Without a valid copy nothing says what changed while a member was away: members
+         * that left before this start are rebuilt whole at their re-add (docs/FORMAT.md
+         * "Re-add"); recorded with the dirty mark. */
+        if (valid == 0) {
+            v->sb.events_cleared = v->sb.events + 1;
+            v->bm_untrusted = true;
+        }
+        o.keep = bits;
         o.area_offset = v->sb.bitmap_offset;
         o.area_size = v->sb.bitmap_size;
         o.region = region;
@@ -166,8 +174,27 @@ static void vol_resync_done(void *ctx, int result)
     rk_info("array in sync: resync recorded complete");
 }
 
+/* rk_raid_events.bitmap_clearing: record the event count of this clear (docs/FORMAT.md
+ * "Re-add") on every member before the bits go; a no-op when it is recorded already. */
+static int vol_bitmap_clearing(void *ctx)
+{
+    struct rk_volume *v = ctx;
+    int r = 0;
+    pthread_mutex_lock(&v->lock);
+    if (v->sb.events_cleared != v->sb.events) {
+        uint64_t old = v->sb.events_cleared;
+        v->sb.events_cleared = v->sb.events;
+        r = vol_write_sbs(v, false);
+        if (r)
+            v->sb.events_cleared = old; /* not everywhere: the bits stay, the next pass retries */
+    }
+    pthread_mutex_unlock(&v->lock);
+    return r;
+}
+
 void vol_resync_events(struct rk_raid_events *ev)
 {
     ev->resync_checkpoint = vol_resync_checkpoint;
     ev->resync_done = vol_resync_done;
+    ev->bitmap_clearing = vol_bitmap_clearing;
 }

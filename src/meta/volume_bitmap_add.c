@@ -86,6 +86,8 @@ int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char 
         r = vol_bitmap_write_empty(v, err, errlen);
         if (!r) {
             v->sb.events++;
+            /* Re-add: writes before this event were not recorded (docs/FORMAT.md "Re-add"). */
+            v->sb.events_cleared = v->sb.events;
             r = vol_write_sbs(v, true);
             if (r)
                 rk_set_err(err, errlen, "cannot write the superblocks: %s", strerror(-r));

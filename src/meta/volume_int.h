@@ -39,6 +39,10 @@ struct rk_volume {
     /* Resync decided at assembly (volume_bitmap.c): needed, over every region, from where. */
     bool resync, resync_full;
     uint64_t resync_from;
+    /* Re-add (volume_readd.c): no valid bitmap copy at assembly (a re-add resumes as a whole
+     * rebuild), and per slot what its last rejoin was (for status and replies). */
+    bool bm_untrusted;
+    char rejoin[RK_MAX_MEMBERS][200];
 };
 
 /*
@@ -90,5 +94,34 @@ void vol_resync_start(struct rk_volume *v, uint64_t rate);
 /* Fill the resync callbacks of ev (checkpoint: resync_offset of a full resync; done: flags
  * cleared), which record them in the superblocks under v->lock. */
 void vol_resync_events(struct rk_raid_events *ev);
+
+/*
+ * Online replace's checks (volume_replace.c), shared with re-add (volume_readd.c):
+ * vol_replace_refused: read-only volume, bad slot, no redundancy, a job running, slot not
+ * failed/missing, path already the member of another slot; vol_check_new_member: the member
+ * opened as dev is large enough, its block size fits, it holds no other array's superblock
+ * and is no active member (reads its superblock). Each returns 0 or -errno with err.
+ */
+int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
+                        size_t errlen);
+int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
+                         char *err, size_t errlen);
+
+/* The old devices of slot (a failed member) retire: kept open until close, since I/O may
+ * still be in flight to them. Caller holds v->lock. */
+void vol_retire_slot(struct rk_volume *v, uint32_t slot);
+
+/*
+ * replace --with of the slot's old member (volume_readd.c): when *dev (opened from path, which
+ * passed vol_check_new_member) holds this array's superblock with the member UUID recorded for
+ * slot, re-add it (rk_volume_readd's rules; *dev becomes the volume's, set to NULL) and return
+ * 0, or -errno with err. Returns 1 (nothing done) when it is not the slot's old member.
+ */
+int vol_readd_if_old(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev **dev,
+                     uint64_t rate, char *err, size_t errlen);
+
+/* Assembly, resume phase: start the rebuild of slot from its checkpoint as recorded (a re-add
+ * when its re-add flag is set and the bitmap is trusted, else a whole rebuild). 0 or -errno. */
+int vol_rebuild_resume(struct rk_volume *v, uint32_t slot, uint64_t rate);
 
 #endif

@@ -123,6 +123,7 @@ static int vol_member_failed(void *ctx, uint32_t slot, int error)
     pthread_mutex_lock(&v->lock);
     if (v->sb.slots[slot].state != RK_SLOT_FAILED) {
         v->sb.slots[slot].state = RK_SLOT_FAILED;
+        v->sb.readd_slots &= ~(1u << slot);
         v->sb.events++;
         rk_warn("member %s (slot %" PRIu32 ") failed (%s); marked failed, event %" PRIu64,
                 v->paths[slot] ? v->paths[slot] : "(missing)", slot,
@@ -168,6 +169,7 @@ static void vol_rebuild_done(void *ctx, uint32_t slot, int result)
     if (slot < v->sb.members && v->sb.slots[slot].state == RK_SLOT_REBUILDING && result == 0) {
         v->sb.slots[slot].state = RK_SLOT_ACTIVE;
         v->sb.slots[slot].rebuild_offset = 0;
+        v->sb.readd_slots &= ~(1u << slot);
         v->sb.events++;
         rk_info("member %s (slot %" PRIu32 ") rebuilt; active, event %" PRIu64, v->paths[slot],
                 slot, v->sb.events);

@@ -24,9 +24,8 @@ static int vol_same_file(struct rk_volume *v, const char *path)
     return -1;
 }
 
-/* Check the candidate member of slot: 0 or -errno with err. Reads its superblock. */
-static int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path,
-                                struct rk_dev *dev, char *err, size_t errlen)
+int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
+                         char *err, size_t errlen)
 {
     uint64_t need = v->sb.data_offset + v->sb.slots[slot].data_size;
     char sz[32], nsz[32], ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
@@ -64,10 +63,8 @@ static int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *
     return 0;
 }
 
-/* The refusals that need no new member: read-only volume, bad slot, no redundancy, a job
- * running, slot not failed/missing, path already a member. 0 or -errno with err. */
-static int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
-                               size_t errlen)
+int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
+                        size_t errlen)
 {
     if (v->read_only) {
         rk_set_err(err, errlen, "the volume is read-only");
@@ -103,15 +100,15 @@ static int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *p
         return -EBUSY;
     }
     int same = vol_same_file(v, path);
-    if (same >= 0) {
+    /* The failed member of the slot itself may come back (a re-add of the same file). */
+    if (same >= 0 && (uint32_t)same != slot) {
         rk_set_err(err, errlen, "%s is already the member of slot %d", path, same);
         return -EEXIST;
     }
     return 0;
 }
 
-/* The old devices of slot (a failed member) retire: I/O may still be in flight to them. */
-static void vol_retire_slot(struct rk_volume *v, uint32_t slot)
+void vol_retire_slot(struct rk_volume *v, uint32_t slot)
 {
     struct rk_dev *olds[VOL_RETIRED_DEVS] = {v->top[slot], v->emu[slot], v->file[slot]};
     for (int k = 0; k < VOL_RETIRED_DEVS; k++) {
@@ -155,6 +152,8 @@ static int vol_replace_record(struct rk_volume *v, uint32_t slot, const char *pa
     } else {
         rk_set_err(err, errlen, "getrandom: %s", strerror(-r));
     }
+    if (!r)
+        v->sb.readd_slots &= ~(1u << slot); /* a new member: a whole rebuild */
     if (!r) {
         vol_retire_slot(v, slot);
         free(v->paths[slot]);
@@ -181,6 +180,9 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
     r = vol_replace_refused(v, slot, path, err, errlen);
     if (r)
         return r;
+    /* The slot's failed member file itself (still open, locked): only a re-add can take it. */
+    if (vol_same_file(v, path) == (int)slot)
+        return rk_volume_readd(v, slot, path, rate, NULL, 0, err, errlen);
     r = rk_file_open(path, v->file_flags, &dev);
     if (r < 0) {
         dev = NULL;
@@ -190,6 +192,12 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
     r = vol_check_new_member(v, slot, path, dev, err, errlen);
     if (r)
         goto out;
+    /* The slot's old member coming back: a re-add (only what changed, when the bitmap can
+     * tell), not a new member. */
+    r = vol_readd_if_old(v, slot, path, &dev, rate, err, errlen);
+    if (r <= 0)
+        goto out;
+    r = 0;
     dup = strdup(path);
     if (!dup) {
         r = -ENOMEM;

@@ -32,8 +32,13 @@ static cJSON *vol_slot_tree(struct rk_volume *v, uint32_t i, int st)
         cJSON_AddNullToObject(o, "path");
     cJSON_AddStringToObject(o, "state", rk_slot_state_name(st));
     cJSON_AddNumberToObject(o, "data_size", (double)v->sb.slots[i].data_size);
-    if (v->sb.slots[i].state == RK_SLOT_REBUILDING)
+    if (v->sb.slots[i].state == RK_SLOT_REBUILDING) {
         cJSON_AddNumberToObject(o, "rebuild_offset", (double)v->sb.slots[i].rebuild_offset);
+        cJSON_AddStringToObject(o, "rebuild_mode",
+                                v->sb.readd_slots & (1u << i) ? "re-add" : "full");
+    }
+    if (v->rejoin[i][0])
+        cJSON_AddStringToObject(o, "rejoin", v->rejoin[i]);
     if (v->file[i])
         cJSON_AddStringToObject(o, "io_mode", v->file[i]->direct ? "direct" : "buffered");
     return o;

@@ -164,6 +164,17 @@ bool raid_flush_writable(struct raid_priv *r)
     return ok;
 }
 
+bool raid_bitmap_degraded(struct raid_priv *r)
+{
+    return raid_slot_mask(r, RAID_STATES_READ) != raid_all_mask(r->l.g.members);
+}
+
+bool raid_bitmap_region_set(struct raid_priv *r, uint64_t i)
+{
+    struct raid_bitmap *bm = r->bm;
+    return bm && i < bm->nregions && (atomic_load(&bm->state[i]) & BM_SET);
+}
+
 /* One cleaner pass: regions with their bit set, nothing in flight and no write for the idle
  * time are candidates; after a flush of the members, each candidate still untouched since the
  * scan (its state word still exactly BM_SET, its last tick old) loses its bit, and the area is
@@ -176,12 +187,18 @@ static void bm_clean(struct raid_priv *r, bool all)
         if (atomic_load(&bm->state[i]) == BM_SET &&
             (all || now - atomic_load(&bm->last[i]) >= bm->idle_ticks))
             bm->cand[n++] = (uint32_t)i;
-    if (!n || !raid_flush_writable(r))
+    if (!n || raid_bitmap_degraded(r) || !raid_flush_writable(r))
+        return;
+    /* The clear's event count is durable before any bit goes: a member copied away before it
+     * has a lower count and is never re-added from the bitmap (docs/FORMAT.md "Re-add"). */
+    if (r->ev.bitmap_clearing && r->ev.bitmap_clearing(r->ev.ctx))
         return;
     pthread_mutex_lock(&bm->lock);
     bool changed = false;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t i = bm->cand[k], v = BM_SET;
+        if (raid_bitmap_degraded(r))
+            break; /* a slot left meanwhile: what is still set, it will need */
         if (!atomic_compare_exchange_strong(&bm->state[i], &v, 0))
             continue;
         /* A write that started and ended since the scan may not be covered by the flush: it
@@ -283,10 +300,18 @@ static uint64_t bm_max_data(const struct raid_priv *r)
     return m;
 }
 
-/* Regions named in o->bits start set on disk and pinned until a resync reaches them. */
-static void bm_load_bits(struct raid_bitmap *bm, const uint8_t *bits)
+/* Regions named in o->bits start set on disk and pinned until a resync reaches them; those
+ * only in o->keep start set (a cleaner pass may clear them once no slot is away). */
+static void bm_load_bits(struct raid_bitmap *bm, const uint8_t *bits, const uint8_t *keep)
 {
     bool any = false;
+    for (uint64_t i = 0; keep && i < bm->nregions; i++) {
+        if (!((keep[i / 8] >> (i % 8)) & 1))
+            continue;
+        atomic_store(&bm->state[i], BM_SET);
+        if (bm->area)
+            bm_bit(bm, i, true);
+    }
     for (uint64_t i = 0; bits && i < bm->nregions; i++) {
         if (!((bits[i / 8] >> (i % 8)) & 1))
             continue;
@@ -342,7 +367,7 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
         bm_free(bm);
         return ret;
     }
-    bm_load_bits(bm, o->bits);
+    bm_load_bits(bm, o->bits, bm->area_off ? o->keep : NULL);
     r->bm = bm;
     if (bm->area_off && pthread_create(&bm->cleaner, NULL, bm_cleaner, r) == 0)
         bm->has_cleaner = true;

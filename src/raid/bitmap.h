@@ -10,7 +10,8 @@
  * bit is written FUA to every writable member first (bm_sync: one area write at a time, shared
  * by every writer that queued meanwhile). A cleaner thread clears
  * a region's bit once nothing ran in it for the idle time and a flush of the members completed
- * after its last write.
+ * after its last write, and only while every slot is ACTIVE (raid_bitmap_degraded), after the
+ * volume recorded the clear's event count (rk_raid_events.bitmap_clearing).
  *
  * The same regions also record what a resync has not reached yet (bm->unsynced), with or without
  * an on-disk bitmap: reads of copy levels take the first live copy there (copies_rw.c), the copy
@@ -96,6 +97,15 @@ void raid_bitmap_synced(struct raid_priv *r, uint64_t i);
 
 /* Mark every region that ends after member offset from unsynced (a full resync). */
 void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from);
+
+/* True while some slot is not ACTIVE (failed, missing, rebuilding, being re-added): the
+ * cleaner then clears no bit, so every write since a member left stays recorded for its
+ * re-add, however many members are away (docs/ARCHITECTURE.md "Re-add"). Lock-free. */
+bool raid_bitmap_degraded(struct raid_priv *r);
+
+/* True when region i's bit is set on disk now (a write since the last clear). Lock-free;
+ * false without a bitmap or for i >= nregions. */
+bool raid_bitmap_region_set(struct raid_priv *r, uint64_t i);
 
 /* Flush every writable (ACTIVE or REBUILDING) member; false when one flush failed. */
 bool raid_flush_writable(struct raid_priv *r);

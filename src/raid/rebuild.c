@@ -7,6 +7,7 @@
 
 #include "core/util.h"
 #include "raid/badrange.h"
+#include "raid/bitmap.h"
 #include "raid/job.h"
 
 #define MiB (1024ull * 1024ull)
@@ -15,9 +16,11 @@
 
 struct rebuild_ctx {
     uint32_t slot;
-    uint64_t bad_run; /* unreadable bytes since the last step that reconstructed something */
-    int fail_err;     /* a step's error that fails the slot when the job ends */
-    char *buf;        /* one step */
+    bool readd;        /* re-add: only regions whose bitmap bit is set */
+    uint64_t resynced; /* bytes reconstructed and written so far */
+    uint64_t bad_run;  /* unreadable bytes since the last step that reconstructed something */
+    int fail_err;      /* a step's error that fails the slot when the job ends */
+    char *buf;         /* one step */
 };
 
 /* Reconstruct and write one step; unreadable chunks are recorded and skipped (their bytes
@@ -56,8 +59,36 @@ static int rebuild_chunks(struct raid_priv *r, uint32_t slot, uint64_t pos, uint
 static void rebuild_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t end)
 {
     struct rebuild_ctx *c = ctx;
-    rk_info("rebuild of slot %u started at data offset %llu of %llu", c->slot,
+    rk_info("%s of slot %u started at data offset %llu of %llu",
+            c->readd ? "re-add (regions the write-intent bitmap marks)" : "rebuild", c->slot,
             (unsigned long long)start, (unsigned long long)end);
+}
+
+static void rebuild_count(struct rk_raid_progress *p, void *arg)
+{
+    const struct rebuild_ctx *c = arg;
+    p->resynced = c->resynced;
+    p->readd = c->readd;
+}
+
+/* A re-add step: reconstruct the parts of [pos, pos+len) in regions whose bit is set now.
+ * Read under the range lock: a write into the range since the member left set its region's
+ * bit before it reached a member, and no bit is cleared while this slot is REBUILDING. */
+static int readd_chunks(struct raid_priv *r, struct rebuild_ctx *c, uint64_t pos, uint64_t len,
+                        uint64_t *bad)
+{
+    uint64_t region = r->bm->region, end = pos + len;
+    for (uint64_t a = pos; a < end;) {
+        uint64_t i = a / region, b = (i + 1) * region < end ? (i + 1) * region : end;
+        if (raid_bitmap_region_set(r, i)) {
+            int rc = rebuild_chunks(r, c->slot, a, b - a, c->buf, bad);
+            if (rc)
+                return rc;
+            c->resynced += b - a;
+        }
+        a = b;
+    }
+    return 0;
 }
 
 static int rebuild_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len)
@@ -69,10 +100,17 @@ static int rebuild_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t l
         return -EIO;
     }
     uint64_t bad = 0;
-    int rc = rebuild_chunks(r, slot, pos, len, c->buf, &bad);
+    int rc;
+    if (c->readd) {
+        rc = readd_chunks(r, c, pos, len, &bad);
+    } else {
+        rc = rebuild_chunks(r, slot, pos, len, c->buf, &bad);
+        c->resynced += len;
+    }
+    raid_job_update(r, rebuild_count, c);
     /* A source that fails every read for this long is gone, not a few bad sectors: stop
      * instead of recording the rest of the slot as unreadable. */
-    c->bad_run = bad == len ? c->bad_run + bad : 0;
+    c->bad_run = bad && bad == len ? c->bad_run + bad : 0;
     if (!rc && c->bad_run >= REBUILD_MAX_BAD_RUN)
         rc = -ENODEV;
     if (rc == -ENODEV) {
@@ -108,7 +146,8 @@ static int rebuild_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
         if (!err && !atomic_compare_exchange_strong(&r->state[slot], &want, RK_SLOT_ACTIVE))
             err = -EIO;
         if (!err)
-            rk_info("rebuild of slot %u complete%s", slot,
+            rk_info("%s of slot %u complete: %llu bytes resynced%s",
+                    c->readd ? "re-add" : "rebuild", slot, (unsigned long long)c->resynced,
                     raid_bad_recorded(r) ? " (with unreadable ranges, see status)" : "");
     } else if (err == -EINTR) {
         rk_info("rebuild of slot %u stopped at data offset %llu (checkpointed)", slot,
@@ -171,11 +210,10 @@ int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member
     return ret;
 }
 
-int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate)
+/* Start the rebuild job of slot; readd: only the regions the bitmap marks. */
+static int rebuild_start(struct raid_priv *r, uint32_t slot, uint64_t from, uint64_t rate,
+                         bool readd)
 {
-    struct raid_priv *r = raid_priv_of(raid);
-    if (!r || slot >= r->l.g.members)
-        return -EINVAL;
     if (!r->l.lvl->reconstruct)
         return -EOPNOTSUPP;
     if (atomic_load(&r->state[slot]) != RK_SLOT_REBUILDING || !r->members[slot])
@@ -192,6 +230,7 @@ int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uin
         return -ENOMEM;
     }
     c->slot = slot;
+    c->readd = readd;
     struct raid_job_spec spec = {
         .ops = &rebuild_ops, .ctx = c, .start = from, .end = end, .rate = rate, .slot = slot};
     int ret = raid_job_start(r, &spec);
@@ -200,4 +239,22 @@ int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uin
         free(c);
     }
     return ret;
+}
+
+int rk_raid_rebuild_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || slot >= r->l.g.members)
+        return -EINVAL;
+    return rebuild_start(r, slot, from, rate, false);
+}
+
+int rk_raid_readd_start(struct rk_dev *raid, uint32_t slot, uint64_t from, uint64_t rate)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || slot >= r->l.g.members)
+        return -EINVAL;
+    if (!r->bm || !r->bm->area_off)
+        return -ENOENT;
+    return rebuild_start(r, slot, from, rate, true);
 }
