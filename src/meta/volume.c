@@ -422,7 +422,9 @@ int rk_volume_close(struct rk_volume *v)
 {
     if (!v)
         return 0;
-    /* A running rebuild checkpoints and stops before the final superblocks are written. */
+    /* A running rebuild checkpoints and stops before the final superblocks are written; a
+     * resync waiting for it starts no more. */
+    vol_resync_helper_stop(v);
     rk_raid_job_stop(v->raid);
     int r = rk_dev_flush(v->raid);
     if (r < 0)

@@ -137,15 +137,56 @@ void vol_resync_start(struct rk_volume *v, uint64_t rate)
 {
     if (!v->resync)
         return;
+    v->resync_rate = rate;
     struct rk_raid_progress p;
     if (rk_raid_progress(v->raid, &p) == 0 && p.state == RK_JOB_RUNNING) {
-        rk_warn("resync waits: a %s runs; it stays pending until a later start",
+        rk_warn("resync waits: a %s runs; it starts when that ends (pending until then)",
                 p.kind == RK_JOB_REBUILD ? "rebuild" : "job");
+        pthread_mutex_lock(&v->lock);
+        v->resync_waiting = true;
+        pthread_mutex_unlock(&v->lock);
         return;
     }
     int r = rk_raid_resync_start(v->raid, v->resync_full, v->resync_from, rate);
     if (r)
         rk_warn("cannot start the resync: %s; it stays pending", strerror(-r));
+}
+
+static void *vol_resync_helper(void *arg)
+{
+    struct rk_volume *v = arg;
+    rk_raid_job_wait(v->raid); /* the rebuild that called vol_resync_after_rebuild */
+    pthread_mutex_lock(&v->lock);
+    bool go = !v->closing && v->resync_waiting;
+    v->resync_waiting = false;
+    uint64_t rate = v->resync_rate;
+    pthread_mutex_unlock(&v->lock);
+    if (go) {
+        rk_info("the rebuild ended: starting the resync that waited for it");
+        vol_resync_start(v, rate);
+    }
+    return NULL;
+}
+
+void vol_resync_after_rebuild(struct rk_volume *v)
+{
+    if (!v->resync_waiting || v->closing || v->has_helper)
+        return;
+    if (pthread_create(&v->helper, NULL, vol_resync_helper, v) == 0)
+        v->has_helper = true;
+    else
+        rk_warn("cannot start the waiting resync: it stays pending until a later start");
+}
+
+void vol_resync_helper_stop(struct rk_volume *v)
+{
+    pthread_mutex_lock(&v->lock);
+    v->closing = true;
+    bool join = v->has_helper;
+    v->has_helper = false;
+    pthread_mutex_unlock(&v->lock);
+    if (join)
+        pthread_join(v->helper, NULL);
 }
 
 static void vol_resync_checkpoint(void *ctx, uint64_t offset)

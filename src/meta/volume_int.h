@@ -43,6 +43,12 @@ struct rk_volume {
      * rebuild), and per slot what its last rejoin was (for status and replies). */
     bool bm_untrusted;
     char rejoin[RK_MAX_MEMBERS][200];
+    /* A resync that waited for a resumed rebuild (vol_resync_start) starts when that rebuild
+     * ends, from a helper thread (vol_resync_after_rebuild); close joins it first. Under
+     * v->lock. */
+    bool resync_waiting, closing, has_helper;
+    pthread_t helper;
+    uint64_t resync_rate; /* bytes/s the resync runs at */
 };
 
 /*
@@ -90,6 +96,13 @@ uint64_t vol_max_data(const struct rk_volume *v);
 /* Start the resync vol_bitmap_setup decided (resume-jobs phase), at most rate bytes/s; when
  * another job (a resumed rebuild) runs it stays pending, logged. */
 void vol_resync_start(struct rk_volume *v, uint64_t rate);
+
+/* From the rebuild_done callback (the job thread, v->lock held): when a resync waits for
+ * this rebuild, start a helper thread that waits for the job's end and starts the resync. */
+void vol_resync_after_rebuild(struct rk_volume *v);
+
+/* Close, before the job is stopped: no helper may start a job any more; joins it. */
+void vol_resync_helper_stop(struct rk_volume *v);
 
 /* Fill the resync callbacks of ev (checkpoint: resync_offset of a full resync; done: flags
  * cleared), which record them in the superblocks under v->lock. */

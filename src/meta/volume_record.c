@@ -177,6 +177,8 @@ static void vol_rebuild_done(void *ctx, uint32_t slot, int result)
     } else if (changed && !v->read_only) {
         vol_write_sbs(v, false);
     }
+    if (result != -EINTR)
+        vol_resync_after_rebuild(v); /* a resync that waited for this rebuild */
     pthread_mutex_unlock(&v->lock);
 }
 
