@@ -117,6 +117,43 @@ int raid_bitmap_begin(struct raid_priv *r, uint64_t off, uint64_t len, struct ra
     return 0;
 }
 
+int raid_bitmap_begin_member(struct raid_priv *r, uint64_t member_off, uint64_t len,
+                             struct raid_bm_hold *h)
+{
+    struct raid_bitmap *bm = r->bm;
+    h->first = 1;
+    h->last = 0;
+    if (!bm || !bm->area_off || !len || member_off / bm->region >= bm->nregions)
+        return 0;
+    uint64_t first = member_off / bm->region, last = (member_off + len - 1) / bm->region;
+    if (last >= bm->nregions)
+        last = bm->nregions - 1;
+    bool need = false;
+    pthread_mutex_lock(&bm->lock);
+    for (uint64_t i = first; i <= last; i++) {
+        atomic_store(&bm->last[i], atomic_load(&bm->tick));
+        if (!(atomic_fetch_add(&bm->state[i], 1) & BM_SET)) {
+            bm_bit(bm, i, true);
+            need = true;
+        }
+    }
+    int ret = need ? bm_sync(r) : 0; /* one area write for the whole span */
+    for (uint64_t i = first; i <= last; i++) {
+        if (ret)
+            atomic_fetch_sub(&bm->state[i], 1);
+        else
+            atomic_fetch_or(&bm->state[i], BM_SET);
+    }
+    if (need && !ret)
+        atomic_fetch_add(&bm->sets, 1);
+    pthread_mutex_unlock(&bm->lock);
+    if (!ret) {
+        h->first = first;
+        h->last = last;
+    }
+    return ret;
+}
+
 void raid_bitmap_end(struct raid_priv *r, struct raid_bm_hold *h)
 {
     for (uint64_t i = h->first; i <= h->last; i++)

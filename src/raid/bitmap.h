@@ -17,8 +17,9 @@
  * an on-disk bitmap: reads of copy levels take the first live copy there (copies_rw.c), the copy
  * resync copies from, so two reads never disagree.
  *
- * Lock order (raid_int.h): bm->lock is taken by a writer before its range lock and never while
- * holding one; nobody holds it across member I/O (the area write drops it); the area writer
+ * Lock order (raid_int.h): bm->lock is taken by a writer before its range lock, and by a scrub
+ * repair step holding its range (raid_bitmap_begin_member: a holder of bm->lock never waits for
+ * a range); nobody holds it across member I/O (the area write drops it); the area writer
  * may call raid_fail. Nothing else.
  */
 #ifndef RK_RAID_BITMAP_H
@@ -81,6 +82,16 @@ struct raid_bm_hold {
  */
 int raid_bitmap_begin(struct raid_priv *r, uint64_t off, uint64_t len, struct raid_bm_hold *h);
 void raid_bitmap_end(struct raid_priv *r, struct raid_bm_hold *h);
+
+/*
+ * The same for member data-area range [member_off, member_off+len) (a job's coordinates): a
+ * scrub repair step counts itself in its regions, their bits durable (one area write for the
+ * span) before its repair writes reach a member. May be called holding the step's range: a
+ * holder of bm->lock never waits for a range, so this order cannot deadlock. Returns 0 (end
+ * with raid_bitmap_end) or -EIO (nothing held).
+ */
+int raid_bitmap_begin_member(struct raid_priv *r, uint64_t member_off, uint64_t len,
+                             struct raid_bm_hold *h);
 
 /* Cheap pre-check: a resync is pending (some region unsynced). Lock-free. */
 static inline bool raid_bitmap_resyncing(struct raid_priv *r)

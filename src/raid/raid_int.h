@@ -119,7 +119,8 @@ struct raid_level {
  *
  *   0. the write-intent bitmap's lock (bitmap.h): a write that must set a region's bit takes
  *      it (and waits for the FUA area write, which runs without it) before it takes any
- *      range. Never taken while holding anything below.
+ *      range. Never taken while holding anything below, except a job step's range (a scrub
+ *      repair, raid_bitmap_begin_member): whoever holds this lock never waits for a range.
  *   1. a member data-area range (rangelock.h): held across member I/O by a job step, and by a
  *      foreground write while a job runs; nobody waits for a second range while holding one.
  *   2. a level's own locks and buffers (r->level_priv: raid5/6 stripe locks, buffer pool): a

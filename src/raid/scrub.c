@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "core/util.h"
+#include "raid/bitmap.h"
 #include "raid/job.h"
 
 struct scrub_ctx {
@@ -63,8 +64,17 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
 {
     struct scrub_ctx *c = ctx;
     uint64_t mm = 0;
+    /* A repair writes members like any write: the regions' bits are durable first, so a
+     * crash in the middle of a repair write is resynced (docs/ARCHITECTURE.md). */
+    struct raid_bm_hold h = {.first = 1, .last = 0};
+    if (c->repair && r->l.lvl->scrub && raid_bitmap_begin_member(r, pos, len, &h)) {
+        rk_err("scrub: cannot set the write-intent bits of data bytes [%llu, %llu): stopped",
+               (unsigned long long)pos, (unsigned long long)(pos + len));
+        return -EIO;
+    }
     int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair, &mm)
                              : scrub_read_all(r, pos, len, c->buf);
+    raid_bitmap_end(r, &h);
     /* The hook counts repaired mismatches itself (raid_job_mismatch): a degraded raid6 finds
      * mismatches it cannot repair. */
     raid_job_count(r, mm, 0, rc == -EIO);
