@@ -29,9 +29,10 @@ static int readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
 {
     char ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
     if (memcmp(msb->array_uuid, v->sb.array_uuid, RK_UUID_LEN)) {
-        rk_set_err(err, errlen, "%s is a member of another array (%s, this array is %s); nothing "
-                   "written", path, rk_uuid_format(msb->array_uuid, ua),
-                   rk_uuid_format(v->sb.array_uuid, ub));
+        rk_set_err(err, errlen,
+                   "%s is a member of another array (%s, this array is %s); nothing "
+                   "written",
+                   path, rk_uuid_format(msb->array_uuid, ua), rk_uuid_format(v->sb.array_uuid, ub));
         return -EXDEV;
     }
     int k = readd_slot_of(v, msb->member_uuid);
@@ -59,8 +60,8 @@ static int readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
 
 /* Why the bitmap cannot prove what changed since the member (superblock msb) left, into why;
  * false when it can (a re-add of the marked regions is safe). Caller holds v->lock. */
-static bool readd_needs_full(struct rk_volume *v, uint32_t slot, const struct rk_sb *msb,
-                             char *why, size_t len)
+static bool readd_needs_full(struct rk_volume *v, uint32_t slot, const struct rk_sb *msb, char *why,
+                             size_t len)
 {
     struct rk_raid_bitmap_stats st;
     const struct rk_sb_slot *own = &msb->slots[slot];
@@ -69,8 +70,9 @@ static bool readd_needs_full(struct rk_volume *v, uint32_t slot, const struct rk
     else if (v->bm_untrusted)
         snprintf(why, len, "no valid write-intent bitmap was found at assembly");
     else if (!v->sb.events_cleared)
-        snprintf(why, len, "the bitmap does not record when it last cleared bits (array "
-                           "older than re-add)");
+        snprintf(why, len,
+                 "the bitmap does not record when it last cleared bits (array "
+                 "older than re-add)");
     else if (msb->events < v->sb.events_cleared)
         snprintf(why, len,
                  "its event %" PRIu64 " is older than the bitmap's last clear (event %" PRIu64 ")",
@@ -116,7 +118,8 @@ static int readd_record(struct rk_volume *v, uint32_t slot, const char *path, st
     v->paths[slot] = dup;
     v->sb.slots[slot].state = RK_SLOT_REBUILDING;
     v->sb.slots[slot].rebuild_offset = 0;
-    v->sb.readd_slots = readd ? v->sb.readd_slots | (1u << slot) : v->sb.readd_slots & ~(1u << slot);
+    v->sb.readd_slots =
+        readd ? v->sb.readd_slots | (1u << slot) : v->sb.readd_slots & ~(1u << slot);
     if (!readd)
         vol_drop_bad(v, slot);
     v->sb.events++;
@@ -236,8 +239,10 @@ int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64
         return -EINVAL;
     }
     if (slot < v->sb.members && rk_raid_slot_state(v->raid, slot) == RK_SLOT_ACTIVE) {
-        rk_set_err(err, errlen, "slot %" PRIu32 " is active: nothing to re-add (only a failed or "
-                   "missing slot takes its old member back)", slot);
+        rk_set_err(err, errlen,
+                   "slot %" PRIu32 " is active: nothing to re-add (only a failed or "
+                   "missing slot takes its old member back)",
+                   slot);
         return -EBUSY;
     }
     int r = vol_replace_refused(v, slot, path, err, errlen);
@@ -252,8 +257,10 @@ int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64
     char serr[200] = "";
     r = meta_read_sb(dev, &msb, serr, sizeof(serr));
     if (r) {
-        rk_set_err(err, errlen, "%s holds no usable raidkit superblock (%s): not a member that "
-                   "left; use replace --with to rebuild onto it", path, serr);
+        rk_set_err(err, errlen,
+                   "%s holds no usable raidkit superblock (%s): not a member that "
+                   "left; use replace --with to rebuild onto it",
+                   path, serr);
         r = -ENODATA;
     }
     if (!r)
