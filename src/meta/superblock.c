@@ -221,14 +221,12 @@ static int sb_check_readd(const struct rk_sb *sb, char *err, size_t errlen)
                    sb->events_cleared, sb->events);
         return -EINVAL;
     }
-    for (uint32_t i = 0; i < 32; i++) {
-        if (!(sb->readd_slots & (1u << i)))
-            continue;
-        if (i >= sb->members || sb->slots[i].state != RK_SLOT_REBUILDING) {
-            rk_set_err(err, errlen, "re-add flag of slot %" PRIu32 " which is not rebuilding", i);
+    for (uint32_t i = sb->members; i < 32; i++)
+        if (sb->readd_slots & (1u << i)) {
+            rk_set_err(err, errlen, "re-add flag of slot %" PRIu32 ", beyond the %" PRIu32 " slots",
+                       i, sb->members);
             return -EINVAL;
         }
-    }
     return 0;
 }
 
@@ -454,6 +452,11 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
     sb->bitmap_region = rk_get_le64(buf + SB_OFF_BM_REGION);
     sb->events_cleared = rk_get_le64(buf + SB_OFF_EV_CLEARED);
     sb->readd_slots = rk_get_le32(buf + SB_OFF_READD);
+    /* A re-add flag means something only for a rebuilding slot (docs/FORMAT.md "Re-add"). */
+    for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++)
+        if (rk_get_le32(buf + SB_OFF_SLOTS + i * SB_SLOT_SIZE + SB_SLOT_STATE) !=
+            RK_SLOT_REBUILDING)
+            sb->readd_slots &= ~(1u << i);
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
         const uint8_t *e = buf + SB_OFF_SLOTS + i * SB_SLOT_SIZE;
         struct rk_sb_slot *s = &sb->slots[i];

@@ -46,9 +46,14 @@ static void test_sb_fields(void **state)
     assert_int_equal(rk_sb_check(&bad, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "bitmap cleared at event"));
     bad = a;
-    bad.readd_slots = 1u << 0; /* slot 0 is active */
+    bad.readd_slots = 1u << 31; /* beyond the slots */
     assert_int_equal(rk_sb_check(&bad, err, sizeof(err)), -EINVAL);
-    assert_non_null(strstr(err, "re-add flag of slot 0"));
+    assert_non_null(strstr(err, "re-add flag of slot 31"));
+    /* A flag on a slot that is not rebuilding means nothing: dropped at decode. */
+    a.readd_slots = (1u << 0) | (1u << 1);
+    rk_sb_encode(&a, buf);
+    assert_int_equal(rk_sb_decode(buf, &b, err, sizeof(err)), 0);
+    assert_int_equal(b.readd_slots, 1u << 1);
 }
 
 static int g_clearing; /* bitmap_clearing calls */
