@@ -2,8 +2,8 @@
 # A crash during a re-add: RAID1 of 2 x 32 MiB, m1 failed, gen 2 over the first 24 MiB, re-add
 # of m1 at 4 MiB/s. While it runs, reads never come from m1 (its read counter stays put, the
 # data reads back gen 2 where m1 still holds gen 1). SIGKILL the server mid-way; the restart
-# resumes the re-add (not a full rebuild) from its checkpoint, it completes, and with m0
-# failed every stamp reads back from m1.
+# resumes the re-add (not a full rebuild) from its checkpoint, it completes, the resync of the
+# unclean stop runs after it, and with m0 failed every stamp reads back from m1.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/readd_lib.bash"
@@ -40,11 +40,18 @@ wait "$RK_PID" 2>/dev/null
 for i in $(seq 50); do kill -0 $srv 2>/dev/null || break; sleep 0.1; done
 RK_PID=""
 rk_serve --control "$CTL" "${M[@]}"
-grep -q "resuming re-add at data offset" "$RK_LOG" || rk_fail "no resumed re-add in the log: $(cat "$RK_LOG")"
-mg_wait_job 30
+from=$(sed -n 's/.*resuming re-add at data offset \([0-9]*\).*/\1/p' "$RK_LOG")
+[ -n "$from" ] || rk_fail "no resumed re-add in the log: $(cat "$RK_LOG")"
+[ "$from" -gt 0 ] || rk_fail "re-add resumed from 0, not from its checkpoint"
+# The re-add ends, then the resync the SIGKILL asked for (it waited for the re-add) runs.
+for i in $(seq 300); do
+    grep -q "array in sync: resync recorded complete" "$RK_LOG" && break
+    sleep 0.1
+done
+grep -q "re-add of slot 1 complete" "$RK_LOG" || rk_fail "the resumed re-add did not complete: $(cat "$RK_LOG")"
+grep -q "starting the resync that waited for it" "$RK_LOG" || rk_fail "no resync after the re-add"
+grep -q "array in sync: resync recorded complete" "$RK_LOG" || rk_fail "the resync did not finish"
 mg_status
-[ "$(mg_q "s['job']['kind']")" = re-add ] || rk_fail "the resumed job is not a re-add: $(cat "$T/st.json")"
-[ "$(mg_q "s['job']['start']")" -gt 0 ] || rk_fail "resumed from 0, not from the checkpoint"
 [ "$(mg_slot_state 1)" = active ] || rk_fail "slot 1 not active after the resumed re-add"
 mg_fail 0
 rk_verify 0 $W 2 $W $((size - W)) 1
