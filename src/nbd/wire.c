@@ -13,6 +13,9 @@
 #endif
 
 #define WIRE_FD_MAX 65536
+/* Replies up to this size leave as one corked record; larger payloads go record by record
+ * from the caller's buffer (no copy, no extra memory held for a slow peer). */
+#define WIRE_CORK_MAX 16384u
 
 static _Atomic(void *) wire_tls[WIRE_FD_MAX];
 
@@ -77,7 +80,7 @@ static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
     size_t total = 0;
     for (int i = 0; i < n; i++)
         total += iov[i].iov_len;
-    bool cork = total <= 16384;
+    bool cork = total <= WIRE_CORK_MAX;
     if (cork)
         gnutls_record_cork(s);
     for (int i = 0; i < n; i++) {
