@@ -27,7 +27,9 @@ int nbd_send_iov(int fd, struct iovec *iov, int n);
 int nbd_drain(int fd, uint64_t len);
 
 /* Put the TLS session (a gnutls_session_t, owned by wire.c from now on) under fd's transport:
- * every later call on fd goes through it. -EMFILE when fd >= the table's 65536 entries. */
+ * every later call on fd goes through it (records are gathered into 128 KiB sends; the transport
+ * takes over the session's push/pull functions). -EMFILE when fd >= the table's 65536 entries,
+ * -ENOMEM. */
 int nbd_wire_set_tls(int fd, void *session);
 
 /* True when fd runs TLS. */
