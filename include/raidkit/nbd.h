@@ -14,7 +14,7 @@ extern "C" {
 #endif
 
 /* rk_nbd_opts.tls */
-#define RK_NBD_TLS_OFF     0 /* STARTTLS refused (NBD_REP_ERR_POLICY) */
+#define RK_NBD_TLS_OFF     0 /* STARTTLS refused (NBD_REP_ERR_UNSUP) */
 #define RK_NBD_TLS_ON      1 /* STARTTLS offered; plaintext clients still served */
 #define RK_NBD_TLS_REQUIRE 2 /* every option before STARTTLS gets NBD_REP_ERR_TLS_REQD */
 

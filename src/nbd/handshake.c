@@ -123,8 +123,9 @@ static int hs_list(struct nbd_conn *c, uint32_t len)
     return r ? r : hs_ack(c, NBD_OPT_LIST, NBD_REP_ACK);
 }
 
-/* NBD_OPT_STARTTLS ("TLS support"): refused when TLS is off (POLICY), with a payload or on a
- * session already upgraded (INVALID). After the ACK the TLS handshake runs; its failure ends the
+/* NBD_OPT_STARTTLS ("TLS support"): refused when TLS is off (UNSUP, as in NOTLS mode for a
+ * server that does not offer it), with a payload or on a session already upgraded (INVALID).
+ * After the ACK the TLS handshake runs; its failure ends the
  * connection (-EPROTO). No option state survives the upgrade: what was negotiated in plaintext
  * (structured replies) must be negotiated again, so an injected plaintext option cannot stick.
  * 0 to continue haggling, <0 to close. */
@@ -132,7 +133,7 @@ static int hs_starttls(struct nbd_conn *c, uint32_t len)
 {
     struct rk_nbd_server *srv = c->srv;
     if (srv->tls_mode == RK_NBD_TLS_OFF || !srv->tls)
-        return hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ERR_POLICY);
+        return hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ERR_UNSUP);
     if (len || nbd_wire_is_tls(c->fd))
         return hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID);
     int r = hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ACK);
