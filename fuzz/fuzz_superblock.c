@@ -1,7 +1,7 @@
 /* libFuzzer harness: the member superblock decoder (src/meta/superblock.c) on arbitrary 4 KiB
  * blocks. Input byte 0 bit 0 set: the harness stamps the magic and version and recomputes the
  * crc32c, so the field checks behind the checksum are reached too. A block that decodes must
- * encode back to a block that decodes to the same superblock. */
+ * encode to a block that decodes and encodes to the same bytes again. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +28,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char err[512];
     if (rk_sb_decode(buf, &sb, err, sizeof(err)) != 0)
         return 0;
+    /* A valid superblock must survive a round trip: its encoding decodes, and encodes to the
+     * same bytes (bytes the decoder ignores, e.g. after the name's NUL, are not compared). */
+    static uint8_t third[RK_SB_SIZE];
     rk_sb_encode(&sb, again);
-    if (rk_sb_decode(again, &sb2, err, sizeof(err)) != 0 || memcmp(&sb, &sb2, sizeof(sb)) != 0)
-        abort(); /* a valid superblock must survive a round trip */
+    if (rk_sb_decode(again, &sb2, err, sizeof(err)) != 0)
+        abort();
+    rk_sb_encode(&sb2, third);
+    if (memcmp(again, third, RK_SB_SIZE) != 0)
+        abort();
     struct rk_raid_geom g;
     rk_sb_geom(&sb, &g);
     (void)rk_raid_array_size(&g);
