@@ -53,7 +53,8 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
 int rk_nbd_tls_check(const struct rk_nbd_opts *opts, char *err, size_t errlen);
 
 /* Warn (once, on stderr via the log) when opts listens on TCP on an address that is not loopback
- * and TLS is off: anyone who can reach it can read and write the export. */
+ * and TLS is not required (off, or on with plaintext still let in): anyone who can reach it can
+ * read and write the export. */
 void rk_nbd_warn_exposed(const struct rk_nbd_opts *opts);
 
 /* Serve connections until rk_nbd_server_stop(); then stop accepting, let every in-flight

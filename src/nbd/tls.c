@@ -304,7 +304,7 @@ static bool tls_loopback(const struct sockaddr *sa)
 void rk_nbd_warn_exposed(const struct rk_nbd_opts *opts)
 {
     const char *l = opts->listen;
-    if (!l || strncmp(l, "tcp:", 4) || opts->tls != RK_NBD_TLS_OFF)
+    if (!l || strncmp(l, "tcp:", 4) || opts->tls == RK_NBD_TLS_REQUIRE)
         return;
     char host[256] = "127.0.0.1";
     const char *colon = strrchr(l + 4, ':');
@@ -329,7 +329,7 @@ void rk_nbd_warn_exposed(const struct rk_nbd_opts *opts)
         exposed |= !tls_loopback(ai->ai_addr);
     freeaddrinfo(res);
     if (exposed)
-        rk_warn("listening on %s without TLS: anyone who can reach it can read and write the "
+        rk_warn("listening on %s without TLS%s: anyone who can reach it can read and write the "
                 "export (use --tls require, or a loopback address; docs/SECURITY.md)",
-                l + 4);
+                l + 4, opts->tls == RK_NBD_TLS_ON ? " required (--tls on lets plaintext in)" : "");
 }

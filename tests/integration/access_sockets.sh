@@ -4,7 +4,7 @@
 # is 0600; a second server never takes over a live control socket (refused with a message, the
 # first one still answers) while a stale one is replaced; the control socket serves several
 # clients at once and a client dripping a byte every 5 s is cut off without holding the others;
-# TCP on a non-loopback address without TLS warns, on loopback it does not.
+# TCP on a non-loopback address without TLS (or with --tls on) warns, on loopback it does not.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_init
 umask 000
@@ -107,6 +107,13 @@ pid=$!
 for i in $(seq 50); do grep -q serving "$T/tcp.log" && break; sleep 0.1; done
 kill -TERM $pid; wait $pid
 grep -q "without TLS: anyone who can reach it" "$T/tcp.log" || rk_fail "no warning for 0.0.0.0: $(cat "$T/tcp.log")"
+psktool -u u -p "$T/k.psk" >/dev/null 2>&1 || echo "u:00112233445566778899aabbccddeeff" >"$T/k.psk"
+timeout -k 5 20 "$RAIDKIT" serve --listen "tcp:0.0.0.0:$port" --tls on --tls-psk "$T/k.psk" \
+    "${M[0]}" "${M[1]}" 2>"$T/tcp1.log" &
+pid=$!
+for i in $(seq 50); do grep -q serving "$T/tcp1.log" && break; sleep 0.1; done
+kill -TERM $pid; wait $pid
+grep -q "without TLS required" "$T/tcp1.log" || rk_fail "no warning for --tls on: $(cat "$T/tcp1.log")"
 timeout -k 5 20 "$RAIDKIT" serve --listen "tcp:127.0.0.1:$port" "${M[0]}" "${M[1]}" 2>"$T/tcp2.log" &
 pid=$!
 for i in $(seq 50); do grep -q serving "$T/tcp2.log" && break; sleep 0.1; done
