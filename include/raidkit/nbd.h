@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* rk_nbd_opts.tls */
+#define RK_NBD_TLS_OFF     0 /* STARTTLS refused (NBD_REP_ERR_UNSUP) */
+#define RK_NBD_TLS_ON      1 /* STARTTLS offered; plaintext clients still served */
+#define RK_NBD_TLS_REQUIRE 2 /* every option before STARTTLS gets NBD_REP_ERR_TLS_REQD */
+
 struct rk_nbd_opts {
     const char *listen;      /* "unix:PATH" (default kind) or "tcp:HOST:PORT" / "tcp:PORT"
                               * (host defaults to 127.0.0.1) */
@@ -21,6 +26,17 @@ struct rk_nbd_opts {
     bool read_only;          /* advertise READ_ONLY and refuse writes with EPERM */
     int threads;             /* worker threads serving requests; 0 = default (32) */
     uint32_t max_request;    /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
+    /* Unix socket file permissions, in place from the moment the socket appears
+     * (docs/SECURITY.md): mode bits (0 = 0600), and owner/group when the *_set flags say so. */
+    uint32_t socket_mode;
+    bool socket_uid_set, socket_gid_set;
+    uint32_t socket_uid, socket_gid;
+    /* TLS (docs/SECURITY.md "TLS"): RK_NBD_TLS_OFF/ON/REQUIRE; with ON or REQUIRE exactly one
+     * of tls_certificates (a directory holding ca-cert.pem, server-cert.pem, server-key.pem)
+     * and tls_psk (a psktool key file, "identity:hexkey" lines). */
+    int tls;
+    const char *tls_certificates;
+    const char *tls_psk;
 };
 
 struct rk_nbd_server;
@@ -29,6 +45,17 @@ struct rk_nbd_server;
  * file is replaced. Returns 0 and *out, or -errno with a message in err. */
 int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
                          struct rk_nbd_server **out, char *err, size_t errlen);
+
+/* Check the TLS settings of opts: --tls on/require needs exactly one of tls_certificates and
+ * tls_psk, and their files must load (they are loaded and freed again); certificates or a key
+ * without --tls on/require are refused too. 0, or -EINVAL/-ENOENT/-ENOTSUP (a build without
+ * GnuTLS) with one line naming the option and file in err. */
+int rk_nbd_tls_check(const struct rk_nbd_opts *opts, char *err, size_t errlen);
+
+/* Warn (once, on stderr via the log) when opts listens on TCP on an address that is not loopback
+ * and TLS is not required (off, or on with plaintext still let in): anyone who can reach it can
+ * read and write the export. */
+void rk_nbd_warn_exposed(const struct rk_nbd_opts *opts);
 
 /* Serve connections until rk_nbd_server_stop(); then stop accepting, let every in-flight
  * request finish and its reply be sent, close connections, and return 0. */

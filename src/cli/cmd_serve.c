@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/unixsock.h"
 #include "core/util.h"
 #include "ctl/control.h"
 #include "raidkit/emul.h"
@@ -19,6 +20,8 @@ static const char serve_usage[] =
     "Usage: raidkit serve [--listen unix:PATH|tcp:[HOST:]PORT] [--export NAME] [--read-only]\n"
     "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
     "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
+    "                     [--socket-mode MODE] [--socket-owner USER] [--socket-group GROUP]\n"
+    "                     [--tls off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
     "                     MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
@@ -47,6 +50,20 @@ static const char serve_usage[] =
     "                      per 4 KiB block as keep=none|all|random says, seed=S; on-cut=hang:\n"
     "                      never answer after the cut), latency=USEC, power=shared (one cut\n"
     "                      for every such member; implied by all:). See docs/TORTURE.md\n"
+    "      --socket-mode MODE\n"
+    "                      octal mode of the unix NBD socket (default 0600), in place from\n"
+    "                      the moment it appears (the umask plays no part)\n"
+    "      --socket-owner USER, --socket-group GROUP\n"
+    "                      owner and group of the unix NBD socket (default: the server's)\n"
+    "      --tls off|on|require\n"
+    "                      NBD STARTTLS: off (default) refuses it, on offers it, require\n"
+    "                      refuses every option before it (NBD_REP_ERR_TLS_REQD)\n"
+    "      --tls-certificates DIR\n"
+    "                      X.509: DIR holds ca-cert.pem, server-cert.pem, server-key.pem\n"
+    "      --tls-psk FILE  pre-shared keys, psktool format (identity:hexkey per line)\n"
+    "                      The control socket is always mode 0600 for the server's user. TCP on\n"
+    "                      a non-loopback address without TLS is served with a warning.\n"
+    "                      See docs/SECURITY.md\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -115,10 +132,75 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     return 0;
 }
 
+enum {
+    OPT_DEBUG_FAULT = 1000,
+    OPT_EMULATE,
+    OPT_REBUILD_RATE,
+    OPT_SOCKET_MODE,
+    OPT_SOCKET_OWNER,
+    OPT_SOCKET_GROUP,
+    OPT_TLS,
+    OPT_TLS_CERTS,
+    OPT_TLS_PSK,
+};
+
+/* The socket and TLS options (docs/SECURITY.md). 1 when c was one of them, 0 when not, or
+ * CLI_EXIT_USAGE after a message. */
+static int serve_sec_opt(int c, const char *arg, struct rk_nbd_opts *no)
+{
+    mode_t mode;
+    uid_t uid;
+    gid_t gid;
+    switch (c) {
+    case OPT_SOCKET_MODE:
+        if (rk_unix_parse_mode(arg, &mode) || mode == 0) {
+            fprintf(stderr, "raidkit serve: bad --socket-mode '%s' (octal, 1..0777)\n", arg);
+            return CLI_EXIT_USAGE;
+        }
+        no->socket_mode = mode;
+        return 1;
+    case OPT_SOCKET_OWNER:
+        if (rk_unix_parse_user(arg, &uid)) {
+            fprintf(stderr, "raidkit serve: bad --socket-owner '%s' (unknown user)\n", arg);
+            return CLI_EXIT_USAGE;
+        }
+        no->socket_uid = uid;
+        no->socket_uid_set = true;
+        return 1;
+    case OPT_SOCKET_GROUP:
+        if (rk_unix_parse_group(arg, &gid)) {
+            fprintf(stderr, "raidkit serve: bad --socket-group '%s' (unknown group)\n", arg);
+            return CLI_EXIT_USAGE;
+        }
+        no->socket_gid = gid;
+        no->socket_gid_set = true;
+        return 1;
+    case OPT_TLS:
+        if (!strcmp(arg, "off"))
+            no->tls = RK_NBD_TLS_OFF;
+        else if (!strcmp(arg, "on"))
+            no->tls = RK_NBD_TLS_ON;
+        else if (!strcmp(arg, "require"))
+            no->tls = RK_NBD_TLS_REQUIRE;
+        else {
+            fprintf(stderr, "raidkit serve: bad --tls '%s' (off, on or require)\n", arg);
+            return CLI_EXIT_USAGE;
+        }
+        return 1;
+    case OPT_TLS_CERTS:
+        no->tls_certificates = arg;
+        return 1;
+    case OPT_TLS_PSK:
+        no->tls_psk = arg;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
-    enum { OPT_DEBUG_FAULT = 1000, OPT_EMULATE, OPT_REBUILD_RATE };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},
@@ -130,6 +212,12 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"emulate", required_argument, NULL, OPT_EMULATE},
         {"control", required_argument, NULL, 'c'},
         {"rebuild-rate", required_argument, NULL, OPT_REBUILD_RATE},
+        {"socket-mode", required_argument, NULL, OPT_SOCKET_MODE},
+        {"socket-owner", required_argument, NULL, OPT_SOCKET_OWNER},
+        {"socket-group", required_argument, NULL, OPT_SOCKET_GROUP},
+        {"tls", required_argument, NULL, OPT_TLS},
+        {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
+        {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -137,6 +225,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":L:e:rdft:c:h", longopts, NULL)) != -1) {
         uint64_t v;
+        int sec = serve_sec_opt(c, optarg, &o->no);
+        if (sec == 1)
+            continue;
+        if (sec)
+            return sec;
         switch (c) {
         case 'L':
             if (strncmp(optarg, "unix:", 5) && strncmp(optarg, "tcp:", 4)) {
@@ -279,5 +372,12 @@ int cli_serve(int argc, char **argv)
     }
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
         return CLI_EXIT_USAGE;
+    /* TLS credentials load before anything is opened, so a bad file writes nothing. */
+    char err[512] = "";
+    if (rk_nbd_tls_check(&o.no, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_USAGE;
+    }
+    rk_nbd_warn_exposed(&o.no);
     return serve_run(&o, n, argv + optind);
 }

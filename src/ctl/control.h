@@ -14,23 +14,30 @@
  * the connection is closed. */
 #define RK_CONTROL_LINE_MAX 8192
 
+/* Clients served at once (one thread each); more get an error reply and are closed. */
+#define RK_CONTROL_CLIENTS_MAX 16
+/* Seconds a client has to send each whole request line (from the accept or the last reply). */
+#define RK_CONTROL_TIMEOUT_S 10
+
 struct rk_control;
 
 /*
- * Listen on unix socket path (a stale socket file there is replaced; any other file is
- * refused) and serve requests for v in a thread until rk_control_stop. Requests:
+ * Listen on unix socket path, mode 0600 from the start (rk_unix_listen: a stale socket file
+ * there is replaced, a live one or any other file is refused) and serve requests for v until
+ * rk_control_stop, up to RK_CONTROL_CLIENTS_MAX clients at once. Requests:
  *   {"cmd":"status"}
  *   {"cmd":"fail","slot":N}
  *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S}
  *   {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S}
  * Replies: {"ok":true,...} or {"ok":false,"error":"one line"}; status adds "status":{...}.
  * v must stay open until rk_control_stop. Returns 0 and *out, or -errno with one line in err:
- * -EINVAL bad path length, -EEXIST a non-socket file at path, -ENOMEM, socket/thread errors.
+ * -EINVAL bad path length, -EEXIST a non-socket file at path, -EADDRINUSE a live server's
+ * socket at path, -ENOMEM, socket/thread errors.
  */
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen);
 
-/* Stop the thread, close and unlink the socket, free c (NULL accepted). */
+/* Stop the threads (clients are cut off), close and unlink the socket, free c (NULL accepted). */
 void rk_control_stop(struct rk_control *c);
 
 /* Answer one request line for v (the server's handler; also for tests). Returns the reply

@@ -30,6 +30,15 @@ int meta_read_sb(struct rk_dev *dev, struct rk_sb *sb, char *err, size_t errlen)
         goto out;
     }
     r = rk_sb_decode(buf, sb, err, errlen);
+    /* Bounded against the member's real size: a data area that starts beyond the end of the
+     * member is an absurd field (a member merely too small for its data area is the engine's
+     * refusal, "cannot hold"). */
+    if (r == 0 && sb->data_offset >= dev->size) {
+        rk_set_err(err, errlen,
+                   "data offset %" PRIu64 " is beyond the member's size %" PRIu64 " bytes",
+                   sb->data_offset, dev->size);
+        r = RK_SB_EFIELD;
+    }
 out:
     free(buf);
     return r;
@@ -37,6 +46,13 @@ out:
 
 int meta_write_sb(struct rk_dev *dev, const struct rk_sb *sb)
 {
+    /* Every raise of the event counter ends here: a counter past the bound is never written, so
+     * it cannot wrap to 0 and brick the array (the decoder refuses it too). */
+    if (sb->events == 0 || sb->events > RK_SB_EVENTS_MAX) {
+        rk_err("superblock of %s: event counter %" PRIu64 " out of [1, 2^48]; not written",
+               dev->name, sb->events);
+        return -EOVERFLOW;
+    }
     uint8_t *buf = rk_buf_alloc(RK_SB_SIZE);
     if (!buf)
         return -ENOMEM;
@@ -187,6 +203,12 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
             m->cls = META_CORRUPT;
         else if (r < 0)
             m->cls = META_UNREADABLE;
+        if (r == RK_SB_EFIELD) {
+            /* Checksum-valid but absurd: say so, the member is set aside like a damaged one. */
+            char why[sizeof(m->reason)];
+            memcpy(why, m->reason, sizeof(why));
+            snprintf(m->reason, sizeof(m->reason), "is set aside as corrupt: %.290s", why);
+        }
         if (!keep_open || m->cls != META_OK) {
             rk_dev_close(m->dev);
             m->dev = NULL;

@@ -272,6 +272,13 @@ static int sb_check_slots(const struct rk_sb *sb, char *err, size_t errlen)
 {
     for (uint32_t i = 0; i < RK_MAX_MEMBERS; i++) {
         const struct rk_sb_slot *s = &sb->slots[i];
+        if (i < sb->members && s->data_size > UINT64_MAX - sb->data_offset) {
+            rk_set_err(err, errlen,
+                       "data offset %" PRIu64 " + slot %" PRIu32 "'s data size %" PRIu64
+                       " overflows 64 bits",
+                       sb->data_offset, i, s->data_size);
+            return -EINVAL;
+        }
         if (i >= sb->members) {
             if (!sb_slot_empty(s)) {
                 rk_set_err(err, errlen,
@@ -336,6 +343,12 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
     }
     if (sb->events == 0) {
         rk_set_err(err, errlen, "event counter is 0 (every written superblock has >= 1)");
+        return -EINVAL;
+    }
+    if (sb->events > RK_SB_EVENTS_MAX) {
+        rk_set_err(err, errlen,
+                   "event counter %" PRIu64 " is beyond the bound 2^48 (raising it could wrap)",
+                   sb->events);
         return -EINVAL;
     }
     if (sb_uuid_zero(sb->array_uuid)) {

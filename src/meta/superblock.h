@@ -19,6 +19,12 @@
 #define RK_UUID_LEN       16u
 #define RK_UUID_STR_LEN   37u /* 36 characters + NUL */
 
+/* Event counters are bounded far below 2^64 so that raising one can never wrap: a superblock
+ * with a higher counter is refused at decode, and meta_write_sb refuses to write one (at one
+ * million state changes per second the bound lasts nine years; real arrays raise it a few times a
+ * day). docs/FORMAT.md "Validation". */
+#define RK_SB_EVENTS_MAX (1ull << 48)
+
 /* Clean/dirty flag values (field "dirty"). */
 #define RK_SB_CLEAN 0u
 #define RK_SB_DIRTY 1u

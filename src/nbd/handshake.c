@@ -8,7 +8,11 @@
 #include "core/util.h"
 #include "nbd/nbd_int.h"
 #include "nbd/proto.h"
+#include "nbd/tls.h"
 #include "nbd/wire.h"
+
+/* Time a client has for the TLS handshake after the STARTTLS ACK (ms). */
+#define HS_TLS_TIMEOUT_MS 10000
 
 /* Send one option reply: 20-byte header plus optional payload (two parts, either may be 0). */
 static int hs_reply(struct nbd_conn *c, uint32_t opt, uint32_t type, const void *p1, size_t l1,
@@ -119,6 +123,42 @@ static int hs_list(struct nbd_conn *c, uint32_t len)
     return r ? r : hs_ack(c, NBD_OPT_LIST, NBD_REP_ACK);
 }
 
+/* NBD_OPT_STARTTLS ("TLS support"): refused when TLS is off (UNSUP, as in NOTLS mode for a
+ * server that does not offer it), with a payload or on a session already upgraded (INVALID).
+ * After the ACK the TLS handshake runs; its failure ends the
+ * connection (-EPROTO). No option state survives the upgrade: what was negotiated in plaintext
+ * (structured replies) must be negotiated again, so an injected plaintext option cannot stick.
+ * 0 to continue haggling, <0 to close. */
+static int hs_starttls(struct nbd_conn *c, uint32_t len)
+{
+    struct rk_nbd_server *srv = c->srv;
+    if (srv->tls_mode == RK_NBD_TLS_OFF || !srv->tls)
+        return hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ERR_UNSUP);
+    if (len || nbd_wire_is_tls(c->fd))
+        return hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID);
+    int r = hs_ack(c, NBD_OPT_STARTTLS, NBD_REP_ACK);
+    if (r)
+        return r;
+    r = nbd_tls_start(srv->tls, c->fd, HS_TLS_TIMEOUT_MS);
+    if (r) {
+        rk_debug("nbd: TLS handshake refused: %s", strerror(-r));
+        return r;
+    }
+    c->structured = false;
+    return 0;
+}
+
+/* --tls require before the upgrade: only STARTTLS and ABORT pass; EXPORT_NAME cannot be
+ * answered with an error, so it ends the session. 1 when opt was refused here (r set). */
+static bool hs_tls_required(struct nbd_conn *c, uint32_t opt, int *r)
+{
+    if (c->srv->tls_mode != RK_NBD_TLS_REQUIRE || nbd_wire_is_tls(c->fd) ||
+        opt == NBD_OPT_STARTTLS || opt == NBD_OPT_ABORT)
+        return false;
+    *r = opt == NBD_OPT_EXPORT_NAME ? -EACCES : hs_ack(c, opt, NBD_REP_ERR_TLS_REQD);
+    return true;
+}
+
 int nbd_handshake(struct nbd_conn *c)
 {
     uint8_t *data = NULL;
@@ -177,7 +217,15 @@ int nbd_handshake(struct nbd_conn *c)
                 goto out;
             continue;
         }
+        if (hs_tls_required(c, opt, &r)) {
+            if (r)
+                goto out;
+            continue;
+        }
         switch (opt) {
+        case NBD_OPT_STARTTLS:
+            r = hs_starttls(c, len);
+            break;
         case NBD_OPT_EXPORT_NAME:
             r = hs_export_name(c, data, len);
             break;
@@ -201,7 +249,7 @@ int nbd_handshake(struct nbd_conn *c)
             r = -ECONNABORTED;
             break;
         default:
-            /* STARTTLS, meta contexts, extended headers and anything newer. */
+            /* Meta contexts, extended headers and anything newer. */
             r = hs_ack(c, opt, NBD_REP_ERR_UNSUP);
             break;
         }

@@ -109,6 +109,11 @@ struct rk_nbd_server {
     pthread_mutex_t conn_lock;
     struct nbd_conn *conns;
     atomic_bool stopping; /* stop requested: handshakes refuse, readers stop reading */
+
+    /* TLS (tls.c): RK_NBD_TLS_* and the credentials (NULL when off). A connection's transport
+     * is plain or TLS by its fd (wire.h); nbd_wire_close(fd) must precede close(fd). */
+    int tls_mode;
+    struct nbd_tls *tls;
 };
 
 /* handshake.c: negotiate with a new client on c->fd (sets c->structured, c->no_zeroes).

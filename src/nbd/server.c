@@ -15,9 +15,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "core/unixsock.h"
 #include "core/util.h"
 #include "nbd/nbd_int.h"
 #include "nbd/proto.h"
+#include "nbd/tls.h"
+#include "nbd/wire.h"
 
 #define NBD_DEFAULT_THREADS     32
 #define NBD_DEFAULT_MAX_REQUEST (32u * 1024 * 1024)
@@ -51,6 +54,7 @@ static void nbd_conn_free(struct nbd_conn *c)
     pthread_mutex_destroy(&c->send_lock);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->cond);
+    nbd_wire_close(c->fd); /* ends a TLS session (wire.h) before the fd number is reused */
     close(c->fd);
     free(c);
 }
@@ -111,36 +115,16 @@ static void nbd_accept_one(struct rk_nbd_server *srv)
 
 /* ---- listening socket ---- */
 
-static int nbd_listen_unix(struct rk_nbd_server *srv, const char *path, char *err, size_t errlen)
+static int nbd_listen_unix(struct rk_nbd_server *srv, const struct rk_nbd_opts *o, const char *path,
+                           char *err, size_t errlen)
 {
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    if (!*path || strlen(path) >= sizeof(sa.sun_path)) {
-        rk_set_err(err, errlen, "unix socket path '%s' is empty or too long", path);
-        return -EINVAL;
-    }
-    memcpy(sa.sun_path, path, strlen(path) + 1);
-    struct stat st;
-    if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            rk_set_err(err, errlen, "%s exists and is not a socket", path);
-            return -EEXIST;
-        }
-        /* A socket someone still accepts on belongs to a running server: never steal it. */
-        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        bool live = probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-        if (probe >= 0)
-            close(probe);
-        if (live) {
-            rk_set_err(err, errlen, "%s is in use by a running server", path);
-            return -EADDRINUSE;
-        }
-        unlink(path); /* stale socket of an earlier run */
-    }
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0)
-        goto fail;
+    /* Live-socket protection and the mode/owner set atomically: core/unixsock.h. */
+    struct rk_unix_perm perm = {.mode = o->socket_mode ? o->socket_mode : 0600,
+                                .uid = o->socket_uid_set ? o->socket_uid : (uid_t)-1,
+                                .gid = o->socket_gid_set ? o->socket_gid : (gid_t)-1};
+    int fd, r = rk_unix_listen(path, &perm, 128, "NBD socket", &fd, err, errlen);
+    if (r)
+        return r;
     srv->unix_path = strdup(path);
     if (!srv->unix_path) {
         unlink(path);
@@ -149,12 +133,6 @@ static int nbd_listen_unix(struct rk_nbd_server *srv, const char *path, char *er
     }
     srv->listen_fd = fd;
     return 0;
-fail:;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    rk_set_err(err, errlen, "cannot listen on unix:%s: %s", path, strerror(e));
-    return -e;
 }
 
 static int nbd_listen_tcp(struct rk_nbd_server *srv, const char *spec, char *err, size_t errlen)
@@ -265,6 +243,9 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
         rk_set_err(err, errlen, "out of memory");
         goto out;
     }
+    srv->tls_mode = opts->tls;
+    if ((r = nbd_tls_create(opts, &srv->tls, err, errlen)))
+        goto out;
     srv->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (srv->stop_fd < 0) {
         r = -errno;
@@ -275,7 +256,7 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
     if (!strncmp(l, "tcp:", 4))
         r = nbd_listen_tcp(srv, l + 4, err, errlen);
     else
-        r = nbd_listen_unix(srv, strncmp(l, "unix:", 5) ? l : l + 5, err, errlen);
+        r = nbd_listen_unix(srv, opts, strncmp(l, "unix:", 5) ? l : l + 5, err, errlen);
 out:
     if (r) {
         rk_nbd_server_destroy(srv);
@@ -341,6 +322,7 @@ void rk_nbd_server_destroy(struct rk_nbd_server *srv)
     }
     free(srv->export_name);
     free(srv->description);
+    nbd_tls_free(srv->tls);
     pthread_mutex_destroy(&srv->q_lock);
     pthread_cond_destroy(&srv->q_cond);
     pthread_mutex_destroy(&srv->conn_lock);

@@ -1,12 +1,231 @@
-/* NBD socket helpers (see wire.h): the only place the server calls recv(2) and sendmsg(2). */
+/* NBD socket helpers (see wire.h): the only place the server calls recv(2) and sendmsg(2), and
+ * the only place it reads or writes TLS records. The transport of a connection is looked up by
+ * its fd: a session pointer in a table indexed by fd (NULL = plain). */
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "nbd/wire.h"
 
+#ifdef RAIDKIT_HAVE_GNUTLS
+#include <gnutls/gnutls.h>
+#endif
+
+#define WIRE_FD_MAX 65536
+/* Replies up to this size leave as one corked record; larger payloads go record by record
+ * from the caller's buffer (no copy, no extra memory held for a slow peer). */
+#define WIRE_CORK_MAX 16384u
+
+/* Encrypted records are gathered up to this many bytes and sent with one sendmsg: a 1 MiB reply
+ * is 64 records, and a syscall (and a wake-up of the reader) per record costs more than the
+ * cipher on a crowded machine. */
+#define WIRE_BATCH (128u * 1024)
+
+/* The TLS transport of one fd. out/used (under out_lock) hold records not yet on the socket;
+ * GnuTLS pushes into it from the sending thread and, for post-handshake messages, from the
+ * receiving one. */
+struct wire_tls {
+    void *session; /* gnutls_session_t */
+    int fd;
+    pthread_mutex_t out_lock;
+    size_t used;
+    uint8_t out[WIRE_BATCH];
+};
+
+static _Atomic(struct wire_tls *) wire_tls[WIRE_FD_MAX];
+
+static struct wire_tls *wire_get(int fd)
+{
+    return fd >= 0 && fd < WIRE_FD_MAX ? atomic_load_explicit(&wire_tls[fd], memory_order_acquire)
+                                       : NULL;
+}
+
+static void *wire_session(int fd)
+{
+    struct wire_tls *t = wire_get(fd);
+    return t ? t->session : NULL;
+}
+
+/* Send all of buf on fd (blocking; a non-blocking fd is waited on). 0 or -errno. */
+static int wire_send_raw(int fd, const uint8_t *buf, size_t len)
+{
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && errno == EAGAIN) {
+            struct pollfd p = {.fd = fd, .events = POLLOUT};
+            poll(&p, 1, 1000);
+            continue;
+        }
+        if (n <= 0)
+            return n < 0 ? -errno : -EPIPE;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+/* Put the gathered records on the socket; caller holds out_lock. */
+static int wire_flush_locked(struct wire_tls *t)
+{
+    int r = wire_send_raw(t->fd, t->out, t->used);
+    t->used = 0;
+    return r;
+}
+
+static int wire_flush(struct wire_tls *t)
+{
+    pthread_mutex_lock(&t->out_lock);
+    int r = t->used ? wire_flush_locked(t) : 0;
+    pthread_mutex_unlock(&t->out_lock);
+    return r;
+}
+
+#ifdef RAIDKIT_HAVE_GNUTLS
+/* GnuTLS push: gather records in t->out (a record larger than the room left flushes first). */
+static ssize_t wire_push(gnutls_transport_ptr_t ptr, const void *data, size_t len)
+{
+    struct wire_tls *t = ptr;
+    pthread_mutex_lock(&t->out_lock);
+    int r = 0;
+    if (t->used + len > WIRE_BATCH)
+        r = wire_flush_locked(t);
+    if (!r && len > WIRE_BATCH)
+        r = wire_send_raw(t->fd, data, len);
+    else if (!r) {
+        memcpy(t->out + t->used, data, len);
+        t->used += len;
+    }
+    pthread_mutex_unlock(&t->out_lock);
+    if (r) {
+        gnutls_transport_set_errno(t->session, -r);
+        return -1;
+    }
+    return (ssize_t)len;
+}
+
+/* GnuTLS pull: the socket, as the default would. */
+static ssize_t wire_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
+{
+    struct wire_tls *t = ptr;
+    ssize_t n = recv(t->fd, data, len, 0);
+    if (n < 0)
+        gnutls_transport_set_errno(t->session, errno);
+    return n;
+}
+
+static int wire_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
+{
+    struct wire_tls *t = ptr;
+    struct pollfd p = {.fd = t->fd, .events = POLLIN};
+    return poll(&p, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+/* Wait until a TLS call that returned GNUTLS_E_AGAIN can go on (a non-blocking fd). */
+static void wire_tls_wait(int fd, gnutls_session_t s)
+{
+    struct pollfd p = {.fd = fd, .events = gnutls_record_get_direction(s) ? POLLOUT : POLLIN};
+    poll(&p, 1, 1000);
+}
+
+static int wire_tls_recv(int fd, gnutls_session_t s, uint8_t *p, size_t len)
+{
+    /* A record GnuTLS answers by itself while receiving (key update) leaves with the next
+     * reply's flush, or below when the caller reads again. */
+    wire_flush(wire_get(fd));
+    while (len) {
+        ssize_t n = gnutls_record_recv(s, p, len);
+        if (n == 0)
+            return -ECONNRESET;
+        if (n == GNUTLS_E_INTERRUPTED)
+            continue;
+        if (n == GNUTLS_E_AGAIN) {
+            wire_tls_wait(fd, s);
+            continue;
+        }
+        if (n < 0)
+            return n == GNUTLS_E_PREMATURE_TERMINATION || n == GNUTLS_E_PUSH_ERROR ||
+                           n == GNUTLS_E_PULL_ERROR
+                       ? -ECONNRESET
+                       : -EPROTO;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int wire_tls_send_buf(int fd, gnutls_session_t s, const uint8_t *p, size_t len)
+{
+    while (len) {
+        ssize_t n = gnutls_record_send(s, p, len);
+        if (n == GNUTLS_E_INTERRUPTED || n == GNUTLS_E_AGAIN) {
+            /* Retried with the same data, as GnuTLS requires. */
+            if (n == GNUTLS_E_AGAIN)
+                wire_tls_wait(fd, s);
+            continue;
+        }
+        if (n < 0)
+            return -EPIPE;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n);
+
+/* Small replies go out as one record (corked); large payloads record by record, gathered into
+ * WIRE_BATCH sends. Everything is on the socket when it returns. */
+static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
+{
+    int r = wire_tls_send_records(fd, s, iov, n);
+    int f = wire_flush(wire_get(fd));
+    return r ? r : f;
+}
+
+static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n)
+{
+    size_t total = 0;
+    for (int i = 0; i < n; i++)
+        total += iov[i].iov_len;
+    bool cork = total <= WIRE_CORK_MAX;
+    if (cork)
+        gnutls_record_cork(s);
+    for (int i = 0; i < n; i++) {
+        int r = wire_tls_send_buf(fd, s, iov[i].iov_base, iov[i].iov_len);
+        if (r) {
+            if (cork)
+                gnutls_record_uncork(s, 0);
+            return r;
+        }
+    }
+    if (!cork)
+        return 0;
+    for (;;) {
+        int r = gnutls_record_uncork(s, GNUTLS_RECORD_WAIT);
+        if (r >= 0)
+            return 0;
+        if (r == GNUTLS_E_AGAIN)
+            wire_tls_wait(fd, s);
+        else if (r != GNUTLS_E_INTERRUPTED)
+            return -EPIPE;
+    }
+}
+#endif
+
 int nbd_recv_all(int fd, void *buf, size_t len)
 {
     uint8_t *p = buf;
+#ifdef RAIDKIT_HAVE_GNUTLS
+    void *s = wire_session(fd);
+    if (s)
+        return wire_tls_recv(fd, s, p, len);
+#endif
     while (len) {
         ssize_t n = recv(fd, p, len, MSG_WAITALL);
         if (n == 0)
@@ -24,6 +243,11 @@ int nbd_recv_all(int fd, void *buf, size_t len)
 
 int nbd_send_iov(int fd, struct iovec *iov, int n)
 {
+#ifdef RAIDKIT_HAVE_GNUTLS
+    void *s = wire_session(fd);
+    if (s)
+        return wire_tls_send(fd, s, iov, n);
+#endif
     struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)n};
     for (;;) {
         ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
@@ -57,4 +281,58 @@ int nbd_drain(int fd, uint64_t len)
         len -= n;
     }
     return 0;
+}
+
+int nbd_wire_set_tls(int fd, void *session)
+{
+    if (fd < 0 || fd >= WIRE_FD_MAX)
+        return -EMFILE;
+    struct wire_tls *t = malloc(sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    t->session = session;
+    t->fd = fd;
+    t->used = 0;
+    pthread_mutex_init(&t->out_lock, NULL);
+#ifdef RAIDKIT_HAVE_GNUTLS
+    gnutls_transport_set_ptr(session, t);
+    gnutls_transport_set_push_function(session, wire_push);
+    gnutls_transport_set_pull_function(session, wire_pull);
+    gnutls_transport_set_pull_timeout_function(session, wire_pull_timeout);
+#endif
+    atomic_store_explicit(&wire_tls[fd], t, memory_order_release);
+    return 0;
+}
+
+bool nbd_wire_is_tls(int fd)
+{
+    return wire_get(fd) != NULL;
+}
+
+size_t nbd_wire_pending(int fd)
+{
+#ifdef RAIDKIT_HAVE_GNUTLS
+    void *s = wire_session(fd);
+    if (s)
+        return gnutls_record_check_pending(s);
+#endif
+    return 0;
+}
+
+void nbd_wire_close(int fd)
+{
+    if (fd < 0 || fd >= WIRE_FD_MAX)
+        return;
+    struct wire_tls *t = atomic_exchange(&wire_tls[fd], NULL);
+    if (!t)
+        return;
+#ifdef RAIDKIT_HAVE_GNUTLS
+    /* SHUT_WR: never wait for the peer's close_notify (the socket is usually shut down already,
+     * so this fails at once rather than block on a peer that does not read). */
+    gnutls_bye(t->session, GNUTLS_SHUT_WR);
+    wire_flush(t);
+    gnutls_deinit(t->session);
+#endif
+    pthread_mutex_destroy(&t->out_lock);
+    free(t);
 }
