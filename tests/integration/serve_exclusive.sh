@@ -5,6 +5,9 @@
 . "$RAIDKIT_SOURCE_DIR/tests/lib/common.sh"
 rk_init
 rk_need nbdinfo
+# The running server must not clear idle bitmap bits while the members are compared: a loaded
+# machine can take longer than the default 5 s idle time between the two checksums.
+export RAIDKIT_BITMAP_IDLE_MS=600000
 
 sums() { sha256sum "$@" | cut -c1-64 | tr '\n' ' '; }
 
