@@ -1,0 +1,281 @@
+/* The cache index (docs/FORMAT.md "Cache device", memory in "Cache index memory"): per cache
+ * block one u64 entry (mapped, dirty, backing block), a bblock -> cblock hash with 32-bit chain
+ * links, and a free list threaded through the same links. 14 bytes per cache block.
+ *
+ * Block states (memory): free (on the free list) -> alloc (handed out) -> mapped -> limbo
+ * (unmapped, unmap not durable) -> free after the commit that wrote the unmap. An alloc'ed block
+ * goes back with release. Only mapped/dirty reach the disk.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/meta_int.h"
+#include "core/util.h"
+
+static uint32_t idx_hash(const struct rk_cache_meta *m, uint64_t bblock)
+{
+    return (uint32_t)((bblock * 0x9E3779B97F4A7C15ull) >> (64 - m->bucket_bits));
+}
+
+int rkc_index_init(struct rk_cache_meta *m)
+{
+    uint64_t n = m->sb.nblocks;
+    m->bucket_bits = 4;
+    while ((1ull << m->bucket_bits) < n / 2)
+        m->bucket_bits++;
+    m->ent = calloc(n, sizeof(*m->ent));
+    m->next = malloc(n * sizeof(*m->next));
+    m->bucket = malloc((sizeof(*m->bucket)) << m->bucket_bits);
+    if (!m->ent || !m->next || !m->bucket)
+        return -ENOMEM;
+    memset(m->next, 0xff, n * sizeof(*m->next));
+    memset(m->bucket, 0xff, (sizeof(*m->bucket)) << m->bucket_bits);
+    m->free_head = RKC_NIL;
+    m->nfree = m->nmapped = m->ndirty = 0;
+    return 0;
+}
+
+void rkc_index_free(struct rk_cache_meta *m)
+{
+    free(m->ent);
+    free(m->next);
+    free(m->bucket);
+    m->ent = NULL;
+    m->next = m->bucket = NULL;
+}
+
+/* cblock mapped to bblock, or RKC_NIL. */
+static uint32_t idx_find(const struct rk_cache_meta *m, uint64_t bblock)
+{
+    for (uint32_t c = m->bucket[idx_hash(m, bblock)]; c != RKC_NIL; c = m->next[c])
+        if ((m->ent[c] & RKC_E_BBLOCK) == bblock)
+            return c;
+    return RKC_NIL;
+}
+
+static void idx_insert(struct rk_cache_meta *m, uint32_t c, uint64_t bblock, bool dirty)
+{
+    uint32_t h = idx_hash(m, bblock);
+    m->ent[c] = RKC_E_MAPPED | (dirty ? RKC_E_DIRTY : 0) | bblock;
+    m->next[c] = m->bucket[h];
+    m->bucket[h] = c;
+    m->nmapped++;
+    m->ndirty += dirty;
+}
+
+static void idx_remove(struct rk_cache_meta *m, uint32_t c)
+{
+    uint32_t *p = &m->bucket[idx_hash(m, m->ent[c] & RKC_E_BBLOCK)];
+    while (*p != c)
+        p = &m->next[*p];
+    *p = m->next[c];
+    m->next[c] = RKC_NIL;
+    m->nmapped--;
+    m->ndirty -= (m->ent[c] & RKC_E_DIRTY) != 0;
+    m->ent[c] = 0;
+}
+
+static void idx_set_dirty(struct rk_cache_meta *m, uint32_t c, bool dirty)
+{
+    bool was = (m->ent[c] & RKC_E_DIRTY) != 0;
+    if (was == dirty)
+        return;
+    m->ent[c] ^= RKC_E_DIRTY;
+    if (dirty)
+        m->ndirty++;
+    else
+        m->ndirty--;
+}
+
+void rkc_free_push(struct rk_cache_meta *m, uint32_t c)
+{
+    m->ent[c] = 0;
+    m->next[c] = m->free_head;
+    m->free_head = c;
+    m->nfree++;
+}
+
+void rkc_index_build_free(struct rk_cache_meta *m)
+{
+    m->free_head = RKC_NIL;
+    m->nfree = 0;
+    for (uint64_t c = m->sb.nblocks; c-- > 0;)
+        if (!(m->ent[c] & RKC_E_MAPPED))
+            rkc_free_push(m, (uint32_t)c);
+}
+
+int rkc_index_apply(struct rk_cache_meta *m, uint64_t w0, uint64_t w1, char *err, size_t errlen)
+{
+    unsigned op = (unsigned)(w0 >> 56);
+    uint64_t c = w0 & ((1ull << 56) - 1);
+    if (op == RKC_OP_MODE) {
+        if (c || w1 > RK_CACHE_WRITEAROUND)
+            goto bad;
+        m->mode = (enum rk_cache_mode)w1;
+        return 0;
+    }
+    if (c >= m->sb.nblocks || op < RKC_OP_MAP_CLEAN || op > RKC_OP_UNMAP)
+        goto bad;
+    bool mapped = (m->ent[c] & RKC_E_MAPPED) != 0;
+    switch (op) {
+    case RKC_OP_MAP_CLEAN:
+    case RKC_OP_MAP_DIRTY:
+        if (mapped || w1 >= m->array_blocks || idx_find(m, w1) != RKC_NIL)
+            goto bad;
+        idx_insert(m, (uint32_t)c, w1, op == RKC_OP_MAP_DIRTY);
+        return 0;
+    case RKC_OP_SET_DIRTY:
+    case RKC_OP_SET_CLEAN:
+        if (!mapped || w1)
+            goto bad;
+        idx_set_dirty(m, (uint32_t)c, op == RKC_OP_SET_DIRTY);
+        return 0;
+    default: /* RKC_OP_UNMAP */
+        if (!mapped || w1)
+            goto bad;
+        idx_remove(m, (uint32_t)c);
+        return 0;
+    }
+bad:
+    rk_set_err(err, errlen, "invalid record (op %u, cache block %llu, argument %llu)", op,
+               (unsigned long long)c, (unsigned long long)w1);
+    return -EINVAL;
+}
+
+/* ---- the public index calls (meta.h) ---- */
+
+int rk_cache_meta_lookup(struct rk_cache_meta *m, uint64_t bblock, uint64_t *cblock, bool *dirty)
+{
+    pthread_mutex_lock(&m->lock);
+    uint32_t c = bblock <= RKC_E_BBLOCK ? idx_find(m, bblock) : RKC_NIL;
+    if (c != RKC_NIL) {
+        *cblock = c;
+        if (dirty)
+            *dirty = (m->ent[c] & RKC_E_DIRTY) != 0;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return c == RKC_NIL ? -ENOENT : 0;
+}
+
+int rk_cache_meta_alloc(struct rk_cache_meta *m, uint64_t *cblock)
+{
+    pthread_mutex_lock(&m->lock);
+    uint32_t c = m->free_head;
+    if (c != RKC_NIL) {
+        m->free_head = m->next[c];
+        m->next[c] = RKC_NIL;
+        m->ent[c] = RKC_E_ALLOC;
+        m->nfree--;
+        *cblock = c;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return c == RKC_NIL ? -ENOSPC : 0;
+}
+
+/* Misuse of the interface (a caller bug): logged once per call, the index stays as it was. */
+static bool idx_misuse(const struct rk_cache_meta *m, const char *what, uint64_t cblock)
+{
+    rk_err("cache %s: %s of cache block %llu in the wrong state (ignored)", m->name, what,
+           (unsigned long long)cblock);
+    return true;
+}
+
+void rk_cache_meta_release(struct rk_cache_meta *m, uint64_t cblock)
+{
+    pthread_mutex_lock(&m->lock);
+    if (cblock < m->sb.nblocks && m->ent[cblock] == RKC_E_ALLOC)
+        rkc_free_push(m, (uint32_t)cblock);
+    else
+        idx_misuse(m, "release", cblock);
+    pthread_mutex_unlock(&m->lock);
+}
+
+void rk_cache_meta_map(struct rk_cache_meta *m, uint64_t cblock, uint64_t bblock, bool dirty)
+{
+    pthread_mutex_lock(&m->lock);
+    if (cblock < m->sb.nblocks && m->ent[cblock] == RKC_E_ALLOC && bblock < m->array_blocks &&
+        idx_find(m, bblock) == RKC_NIL) {
+        idx_insert(m, (uint32_t)cblock, bblock, dirty);
+        rkc_queue(m, dirty ? RKC_OP_MAP_DIRTY : RKC_OP_MAP_CLEAN, cblock, bblock);
+    } else {
+        idx_misuse(m, "map", cblock);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void rk_cache_meta_set_dirty(struct rk_cache_meta *m, uint64_t cblock, bool dirty)
+{
+    pthread_mutex_lock(&m->lock);
+    if (cblock < m->sb.nblocks && (m->ent[cblock] & RKC_E_MAPPED)) {
+        if (((m->ent[cblock] & RKC_E_DIRTY) != 0) != dirty) {
+            idx_set_dirty(m, (uint32_t)cblock, dirty);
+            rkc_queue(m, dirty ? RKC_OP_SET_DIRTY : RKC_OP_SET_CLEAN, cblock, 0);
+        }
+    } else {
+        idx_misuse(m, "set_dirty", cblock);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+void rk_cache_meta_unmap(struct rk_cache_meta *m, uint64_t cblock)
+{
+    pthread_mutex_lock(&m->lock);
+    if (cblock < m->sb.nblocks && (m->ent[cblock] & RKC_E_MAPPED)) {
+        idx_remove(m, (uint32_t)cblock);
+        m->ent[cblock] = RKC_E_LIMBO;
+        rkc_queue(m, RKC_OP_UNMAP, cblock, 0);
+    } else {
+        idx_misuse(m, "unmap", cblock);
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+struct dirty_pair {
+    uint64_t bblock, cblock;
+};
+
+static int pair_cmp(const void *a, const void *b)
+{
+    const struct dirty_pair *x = a, *y = b;
+    return x->bblock < y->bblock ? -1 : x->bblock > y->bblock;
+}
+
+size_t rk_cache_meta_dirty_scan(struct rk_cache_meta *m, uint64_t from_bblock, size_t max,
+                                void (*fn)(void *ctx, uint64_t cblock, uint64_t bblock), void *ctx)
+{
+    pthread_mutex_lock(&m->lock);
+    size_t n = 0, cap = m->ndirty;
+    struct dirty_pair *v = cap ? malloc(cap * sizeof(*v)) : NULL;
+    for (uint64_t c = 0; v && c < m->sb.nblocks && n < cap; c++) {
+        uint64_t e = m->ent[c];
+        if ((e & RKC_E_DIRTY) && (e & RKC_E_BBLOCK) >= from_bblock)
+            v[n++] = (struct dirty_pair){e & RKC_E_BBLOCK, c};
+    }
+    pthread_mutex_unlock(&m->lock);
+    if (!v)
+        return 0;
+    qsort(v, n, sizeof(*v), pair_cmp);
+    if (max && n > max)
+        n = max;
+    for (size_t i = 0; i < n; i++)
+        fn(ctx, v[i].cblock, v[i].bblock);
+    free(v);
+    return n;
+}
+
+void rk_cache_meta_stats(struct rk_cache_meta *m, struct rk_cache_meta_stats *out)
+{
+    pthread_mutex_lock(&m->lock);
+    *out = (struct rk_cache_meta_stats){
+        .mapped = m->nmapped,
+        .dirty = m->ndirty,
+        .free = m->nfree,
+        .journal_bytes = m->jpos * RKC_BLK,
+        .journal_size = m->sb.journal_size,
+        .commits = m->commits,
+        .checkpoints = m->checkpoints,
+        .seq = m->next_seq,
+    };
+    pthread_mutex_unlock(&m->lock);
+}
