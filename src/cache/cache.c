@@ -66,42 +66,48 @@ int cache_sync(struct rk_cache *c)
 {
     if (!c->meta)
         return 0;
+    /* No new mapping is queued between the flush and the commit: the commit takes every queued
+     * record, and a mapping's data must be durable before it is. */
+    pthread_rwlock_wrlock(&c->synclock);
     int r = rk_dev_flush(c->cdev);
     if (!r)
         r = rk_cache_meta_commit(c->meta);
+    pthread_rwlock_unlock(&c->synclock);
     if (r)
         cache_failed(c, r);
     return r;
 }
 
-void cache_probe(struct rk_cache *c)
+int cache_recover(struct rk_cache *c)
 {
-    int64_t now = cache_now_ms();
-    int64_t last = atomic_load(&c->last_probe);
-    if (atomic_load(&c->state) != RK_CACHE_STATE_FAILED || now - last < 1000 ||
-        !atomic_compare_exchange_strong(&c->last_probe, &last, now))
-        return;
+    if (atomic_load(&c->state) != RK_CACHE_STATE_FAILED)
+        return 0;
+    atomic_store(&c->last_probe, cache_now_ms());
     void *buf = rk_buf_alloc(4096);
-    int r = buf ? rk_dev_read(c->cdev, buf, 4096, c->data_off) : -ENOMEM;
+    int r = buf ? rk_dev_read(c->cdev, buf, 4096, 0) : -ENOMEM;
     free(buf);
     if (!r)
         r = rk_dev_flush(c->cdev);
-    if (!r)
-        r = rk_cache_meta_commit(c->meta);
     if (r)
-        return;
-    int failed = RK_CACHE_STATE_FAILED;
-    if (atomic_compare_exchange_strong(&c->state, &failed, RK_CACHE_STATE_OK))
+        return r;
+    /* The failed metadata keeps failing (its lost commits are unknown): load it again from the
+     * device, trusting only its dirty blocks (invalidations made meanwhile never reached it). */
+    char err[300] = "";
+    pthread_rwlock_wrlock(&c->rw);
+    r = cache_load(c, c->cdev, c->path, true, err, sizeof(err));
+    pthread_rwlock_unlock(&c->rw);
+    if (r)
+        rk_warn("cache device %s: still unusable: %s", c->path, err);
+    else
         rk_info("cache device %s is readable again: cache back in use", c->path);
+    return r;
 }
 
 void cache_map(struct rk_cache *c, uint64_t cblock, uint64_t bblock, bool dirty)
 {
     rk_cache_meta_map(c->meta, cblock, bblock, dirty);
-    c->slots[cblock] = (struct cache_slot){.bblock = bblock,
-                                           .gen = c->slots[cblock].gen + 1,
-                                           .mapped = 1,
-                                           .dirty = dirty};
+    c->slots[cblock] = (struct cache_slot){
+        .bblock = bblock, .gen = c->slots[cblock].gen + 1, .mapped = 1, .dirty = dirty};
     rk_cache_policy_insert(c->pol, cblock);
 }
 
@@ -194,17 +200,28 @@ uint64_t cache_load_index(struct rk_cache *c, bool drop_clean)
     return dirty;
 }
 
-/* Load the metadata of cdev into c (open and attach); takes cdev (closed on failure). 0 or
- * -errno with err. */
-static int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name, bool drop_clean,
-                      char *err, size_t errlen)
+/* Free the metadata, policy and mirror held by c (not the device). */
+static void cache_free_meta(struct rk_cache *c)
+{
+    if (c->meta) {
+        int r = rk_cache_meta_close(c->meta);
+        if (r && atomic_load(&c->state) != RK_CACHE_STATE_FAILED)
+            rk_warn("cache %s: final checkpoint failed: %s", c->path, strerror(-r));
+    }
+    rk_cache_policy_free(c->pol);
+    free(c->slots);
+    c->meta = NULL;
+    c->pol = NULL;
+    c->slots = NULL;
+}
+
+int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name, bool drop_clean,
+               char *err, size_t errlen)
 {
     struct rk_cache_meta *m = NULL;
     int r = rk_cache_meta_open(cdev, name, c->uuid, c->backing->size, &m, err, errlen);
-    if (r) {
-        rk_dev_close(cdev);
+    if (r)
         return r;
-    }
     uint32_t bs = rk_cache_meta_block_size(m);
     uint64_t blocks = rk_cache_meta_blocks(m);
     struct rk_cache_policy_params pp;
@@ -215,11 +232,11 @@ static int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name,
         rk_cache_policy_free(pol);
         free(slots);
         rk_cache_meta_close(m);
-        rk_dev_close(cdev);
         rk_set_err(err, errlen, "cache %s: %s", name,
                    pol && slots ? "block size not a multiple of the volume's" : "out of memory");
         return pol && slots ? -EINVAL : -ENOMEM;
     }
+    cache_free_meta(c); /* a failed instance being recovered */
     c->meta = m;
     c->pol = pol;
     c->slots = slots;
@@ -229,7 +246,8 @@ static int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name,
     c->cdev = cdev;
     c->high = blocks * c->high_pct / 100;
     c->low = blocks * c->low_pct / 100;
-    snprintf(c->path, sizeof(c->path), "%s", name);
+    if (name != c->path)
+        snprintf(c->path, sizeof(c->path), "%s", name);
     uint64_t dirty = cache_load_index(c, drop_clean);
     if (drop_clean) {
         r = rk_cache_meta_commit(m);
@@ -238,35 +256,20 @@ static int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name,
     }
     atomic_store(&c->mode, rk_cache_meta_mode(m));
     atomic_store(&c->state, RK_CACHE_STATE_OK);
-    rk_info("cache %s: %s, %" PRIu64 " blocks of %" PRIu32 " bytes, %" PRIu64 " dirty", name,
+    rk_info("cache %s: %s, %" PRIu64 " blocks of %" PRIu32 " bytes, %" PRIu64 " dirty", c->path,
             rk_cache_mode_name(rk_cache_meta_mode(m)), blocks, bs, dirty);
     return 0;
 }
 
 void cache_unload(struct rk_cache *c)
 {
-    if (c->meta) {
-        int r = rk_cache_meta_close(c->meta);
-        if (r)
-            rk_warn("cache %s: final checkpoint failed: %s", c->path, strerror(-r));
-    }
-    rk_cache_policy_free(c->pol);
-    free(c->slots);
+    cache_free_meta(c);
     rk_dev_close(c->cdev);
-    c->meta = NULL;
-    c->pol = NULL;
-    c->slots = NULL;
     c->cdev = c->fault = NULL;
     c->blocks = 0;
     c->bs = 4096;
     atomic_store(&c->state, RK_CACHE_STATE_DETACHED);
     atomic_store(&c->mode, RK_CACHE_NONE);
-}
-
-int cache_reload(struct rk_cache *c, struct rk_dev *cdev, const char *name, char *err,
-                 size_t errlen)
-{
-    return cache_load(c, cdev, name, true, err, errlen);
 }
 
 int rk_cache_open(struct rk_dev *backing, struct rk_dev *cdev, const char *name,
@@ -289,13 +292,14 @@ int rk_cache_open(struct rk_dev *backing, struct rk_dev *cdev, const char *name,
     if (c->low_pct > c->high_pct)
         c->low_pct = c->high_pct;
     pthread_rwlock_init(&c->rw, NULL);
+    pthread_rwlock_init(&c->synclock, NULL);
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->ctl, NULL);
     pthread_cond_init(&c->cond, NULL);
     for (uint32_t i = 0; i < CACHE_STRIPES; i++)
         pthread_mutex_init(&c->stripes[i], NULL);
     int r = cache_load(c, cdev, name, o->unclean, err, errlen);
-    bool loaded = !r; /* cache_load closed cdev when it failed */
+    bool loaded = !r;
     if (!r) {
         c->dev = rk_dev_alloc(&cache_dev_ops, c, backing->name);
         if (!c->dev) {
@@ -308,6 +312,8 @@ int rk_cache_open(struct rk_dev *backing, struct rk_dev *cdev, const char *name,
     if (r) {
         if (loaded)
             cache_unload(c); /* closes cdev */
+        else
+            rk_dev_close(cdev);
         free(c->dev); /* allocated by rk_dev_alloc, never opened further */
         free(c);
         return r;
@@ -336,6 +342,7 @@ void cache_close(struct rk_dev *dev)
     pthread_mutex_destroy(&c->ctl);
     pthread_cond_destroy(&c->cond);
     pthread_rwlock_destroy(&c->rw);
+    pthread_rwlock_destroy(&c->synclock);
     free(c);
 }
 
@@ -384,8 +391,9 @@ int rk_cache_debug_fault(struct rk_cache *c, const char *spec, char *err, size_t
     pthread_rwlock_rdlock(&c->rw);
     int r = -ENODEV;
     if (!c->fault)
-        rk_set_err(err, errlen, "the cache device is not a fault member (serve --debug-fault "
-                                "cache:SPEC)");
+        rk_set_err(err, errlen,
+                   "the cache device is not a fault member (serve --debug-fault "
+                   "cache:SPEC)");
     else if (!strcmp(spec, "clear")) {
         rk_fault_clear(c->fault);
         r = 0;

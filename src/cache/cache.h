@@ -105,15 +105,15 @@ struct rk_cache_status {
     enum rk_cache_mode mode;
     char path[256];
     uint32_t block_size;
-    uint64_t blocks, mapped, dirty;       /* cache blocks */
-    uint64_t read_hits, read_misses;      /* requests' cache blocks */
-    uint64_t write_hits, write_misses;    /* cache blocks */
-    uint64_t bypass[RK_CACHE_REASONS];    /* requests per reason (ADMIT counts admitted fills) */
-    uint64_t written_back;                /* bytes written back since open */
-    double writeback_rate;                /* bytes/s over the last seconds */
-    double eta;                           /* seconds to drain at that rate, -1 unknown */
-    uint64_t io_errors;                   /* cache-device errors seen */
-    struct rk_cache_meta_stats meta;      /* zero when detached */
+    uint64_t blocks, mapped, dirty;    /* cache blocks */
+    uint64_t read_hits, read_misses;   /* requests' cache blocks */
+    uint64_t write_hits, write_misses; /* cache blocks */
+    uint64_t bypass[RK_CACHE_REASONS]; /* requests per reason (ADMIT counts admitted fills) */
+    uint64_t written_back;             /* bytes written back since open */
+    double writeback_rate;             /* bytes/s over the last seconds */
+    double eta;                        /* seconds to drain at that rate, -1 unknown */
+    uint64_t io_errors;                /* cache-device errors seen */
+    struct rk_cache_meta_stats meta;   /* zero when detached */
 };
 
 /* Fill *st with c's state. */

@@ -84,8 +84,8 @@ static int flush_one(struct rk_cache *c, struct flush_ent *e, void *buf)
     pthread_mutex_unlock(&c->lock);
     int r = 0;
     if (still) {
-        uint64_t len = c->backing->size - e->bb * c->bs < c->bs ? c->backing->size - e->bb * c->bs
-                                                                : c->bs;
+        uint64_t len =
+            c->backing->size - e->bb * c->bs < c->bs ? c->backing->size - e->bb * c->bs : c->bs;
         r = rk_dev_read(c->cdev, buf, len, cache_coff(c, e->cb, 0));
         if (r) {
             cache_failed(c, r);
@@ -110,7 +110,8 @@ static void flush_pace(uint64_t rate, int64_t t0, uint64_t bytes)
     int64_t due = t0 + (int64_t)(bytes * 1000 / rate);
     int64_t now = cache_now_ms();
     if (due > now) {
-        struct timespec ts = {.tv_sec = (due - now) / 1000, .tv_nsec = (due - now) % 1000 * 1000000};
+        struct timespec ts = {.tv_sec = (due - now) / 1000,
+                              .tv_nsec = (due - now) % 1000 * 1000000};
         nanosleep(&ts, NULL);
     }
 }
@@ -161,8 +162,8 @@ static int flush_batch(struct rk_cache *c, bool limited)
     }
     double secs = (double)(cache_now_ms() - t0) / 1000.0;
     if (bytes && secs > 0)
-        c->wb_rate = c->wb_rate ? 0.7 * c->wb_rate + 0.3 * ((double)bytes / secs)
-                                : (double)bytes / secs;
+        c->wb_rate =
+            c->wb_rate ? 0.7 * c->wb_rate + 0.3 * ((double)bytes / secs) : (double)bytes / secs;
     pthread_mutex_unlock(&c->lock);
     atomic_fetch_add(&c->wb_bytes, bytes);
     int cr = cache_sync(c);
@@ -189,6 +190,16 @@ static void *flush_thread(void *arg)
     struct rk_cache *c = arg;
     pthread_mutex_lock(&c->lock);
     while (!c->stop) {
+        if (c->meta && atomic_load(&c->state) == RK_CACHE_STATE_FAILED &&
+            cache_now_ms() - atomic_load(&c->last_probe) >= 1000) {
+            /* Automatic recovery: retried once a second. */
+            pthread_mutex_unlock(&c->lock);
+            pthread_mutex_lock(&c->ctl);
+            cache_recover(c);
+            pthread_mutex_unlock(&c->ctl);
+            pthread_mutex_lock(&c->lock);
+            continue;
+        }
         if (!flush_needed(c)) {
             c->wb_rate *= 0.5;
             pthread_cond_broadcast(&c->cond);
@@ -278,8 +289,9 @@ int rk_cache_set_mode(struct rk_cache *c, enum rk_cache_mode mode, char *err, si
         rk_info("cache %s: writing back dirty blocks before leaving writeback", c->path);
         r = cache_drain(c);
         if (r) {
-            rk_set_err(err, errlen, "cache %s: writing back the dirty blocks failed; mode %s in "
-                                    "memory, writeback still recorded",
+            rk_set_err(err, errlen,
+                       "cache %s: writing back the dirty blocks failed; mode %s in "
+                       "memory, writeback still recorded",
                        c->path, rk_cache_mode_name(mode));
             goto out;
         }
@@ -383,9 +395,7 @@ int rk_cache_attach(struct rk_cache *c, const char *path, uint32_t file_flags, c
             r = -EBUSY;
             goto out;
         }
-        atomic_store(&c->last_probe, 0);
-        cache_probe(c);
-        if (atomic_load(&c->state) == RK_CACHE_STATE_FAILED) {
+        if (cache_recover(c)) {
             rk_set_err(err, errlen, "cache %s is still failing", c->path);
             r = -EIO;
         }
@@ -404,7 +414,9 @@ int rk_cache_attach(struct rk_cache *c, const char *path, uint32_t file_flags, c
         goto out;
     }
     pthread_rwlock_wrlock(&c->rw);
-    r = cache_reload(c, cdev, path, err, errlen);
+    r = cache_load(c, cdev, path, true, err, errlen);
+    if (r)
+        rk_dev_close(cdev);
     if (!r && flush_dirty(c)) {
         rk_set_err(err, errlen,
                    "cache %s holds %" PRIu64 " dirty blocks of an earlier session, older than "

@@ -32,7 +32,7 @@ struct rk_cache {
     struct rk_dev *fault;   /* fault member in cdev's stack (debug hook), or NULL */
     char path[256];
     uint8_t uuid[16];
-    uint64_t stripe; /* backing stripe width hint, bytes */
+    uint64_t stripe;            /* backing stripe width hint, bytes */
     struct rk_cache_meta *meta; /* NULL when detached */
     struct rk_cache_policy *pol;
     struct cache_slot *slots; /* [blocks] */
@@ -40,21 +40,24 @@ struct rk_cache {
     uint64_t blocks, data_off;
 
     pthread_rwlock_t rw;
+    /* Write: cache_sync's flush + commit; read: queueing a new mapping (cache_map of a filled
+     * block), so none is committed before its data is flushed. Before c->lock. */
+    pthread_rwlock_t synclock;
     pthread_mutex_t stripes[CACHE_STRIPES];
     pthread_mutex_t lock;
     pthread_cond_t cond; /* flusher wake-up and drain progress */
 
-    _Atomic int mode;  /* enum rk_cache_mode, for new requests */
-    _Atomic int state; /* enum rk_cache_state */
+    _Atomic int mode;           /* enum rk_cache_mode, for new requests */
+    _Atomic int state;          /* enum rk_cache_state */
     _Atomic int64_t last_probe; /* ms: last recovery attempt of a failed cache */
     /* Flusher (under c->lock). */
     pthread_t thread;
     bool thread_started, stop;
-    int drain; /* > 0: write back every dirty block, no rate limit */
-    int drain_err; /* last batch's error (0 ok) */
-    bool active;   /* between the watermarks: draining down to low */
-    pthread_mutex_t ctl; /* serialises mode switch, detach, attach */
-    uint64_t cursor; /* next bblock to scan from */
+    int drain;                /* > 0: write back every dirty block, no rate limit */
+    int drain_err;            /* last batch's error (0 ok) */
+    bool active;              /* between the watermarks: draining down to low */
+    pthread_mutex_t ctl;      /* serialises mode switch, detach, attach */
+    uint64_t cursor;          /* next bblock to scan from */
     uint64_t rate, high, low; /* bytes/s; watermarks in blocks */
     uint32_t high_pct, low_pct;
     /* Counters (atomic). */
@@ -71,9 +74,14 @@ void cache_lock_range(struct rk_cache *c, uint64_t off, uint64_t len);
 void cache_unlock_range(struct rk_cache *c, uint64_t off, uint64_t len);
 /* A cache-device I/O failed with r: count it, enter FAILED (logged once). */
 void cache_failed(struct rk_cache *c, int r);
-/* In FAILED state, at most once a second: try the cache device again (flush + commit); back to
- * OK when both succeed. */
-void cache_probe(struct rk_cache *c);
+/* In FAILED state: try the cache device again (read, flush), and when it answers load its
+ * metadata again (only dirty blocks trusted): OK. Caller holds no cache lock. 0 or -errno. */
+int cache_recover(struct rk_cache *c);
+/* Load cdev's metadata into c (open, attach, recovery: replacing a failed instance only once
+ * the new one loaded): the index mirror, the policy, the mode; clean mappings dropped when
+ * drop_clean. cdev stays the caller's on failure. 0 or -errno with err. */
+int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name, bool drop_clean,
+               char *err, size_t errlen);
 /* Flush the cache device, then commit the metadata (data durable -> metadata durable). 0, or
  * -errno after cache_failed. */
 int cache_sync(struct rk_cache *c);
@@ -98,9 +106,6 @@ extern const struct rk_dev_ops cache_dev_ops;
 
 /* Free the metadata, policy and mirror (detach, close) and close the cache device: DETACHED. */
 void cache_unload(struct rk_cache *c);
-/* Load cdev's metadata into a detached c (attach; drops clean mappings). 0 or -errno + err. */
-int cache_reload(struct rk_cache *c, struct rk_dev *cdev, const char *name, char *err,
-                 size_t errlen);
 
 /* ---- cache_flush.c ---- */
 /* Start / stop the flusher thread. */

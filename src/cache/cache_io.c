@@ -16,7 +16,8 @@
 static int cio_cdev(struct rk_cache *c, bool write, void *ptr, uint64_t len, uint64_t coff)
 {
     if (((uintptr_t)ptr & 4095) == 0)
-        return write ? rk_dev_write(c->cdev, ptr, len, coff, 0) : rk_dev_read(c->cdev, ptr, len, coff);
+        return write ? rk_dev_write(c->cdev, ptr, len, coff, 0)
+                     : rk_dev_read(c->cdev, ptr, len, coff);
     void *b = rk_buf_alloc(len);
     if (!b)
         return -ENOMEM;
@@ -99,12 +100,14 @@ static void cio_read_fill(struct rk_cache *c, void *buf, uint64_t len, uint64_t 
             continue;
         }
         int r = cio_cdev(c, true, data, c->bs, cache_coff(c, cb, 0));
+        pthread_rwlock_rdlock(&c->synclock);
         pthread_mutex_lock(&c->lock);
         if (r)
             rk_cache_meta_release(c->meta, cb);
         else
             cache_map(c, cb, k.b, false);
         pthread_mutex_unlock(&c->lock);
+        pthread_rwlock_unlock(&c->synclock);
         if (r) {
             cache_failed(c, r);
             break;
@@ -173,9 +176,9 @@ static int cio_read_locked(struct rk_cache *c, void *buf, uint64_t len, uint64_t
         return 0;
     }
     if (mode == RK_CACHE_NONE || atomic_load(&c->state) == RK_CACHE_STATE_DETACHING) {
-        atomic_fetch_add(&c->bypass[mode == RK_CACHE_NONE ? RK_CACHE_BYPASS_MODE
-                                                          : RK_CACHE_BYPASS_DETACHING],
-                         1);
+        atomic_fetch_add(
+            &c->bypass[mode == RK_CACHE_NONE ? RK_CACHE_BYPASS_MODE : RK_CACHE_BYPASS_DETACHING],
+            1);
         return 0;
     }
     pthread_mutex_lock(&c->lock);
@@ -197,7 +200,6 @@ static int cio_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     if (!c->meta) {
         r = rk_dev_read(c->backing, buf, len, off);
     } else {
-        cache_probe(c);
         cache_lock_range(c, off, len);
         r = cio_read_locked(c, buf, len, off);
         cache_unlock_range(c, off, len);
@@ -250,8 +252,8 @@ static int cio_wr_backing(struct rk_cache *c, struct cio_wr *w, const struct cio
 
 /* Data of block k for the cache: the request's bytes, merged into the whole block read from
  * the backing when k is partial (read-modify-write of a miss). NULL on error (*r set). */
-static const void *cio_wr_block_data(struct rk_cache *c, struct cio_wr *w,
-                                     const struct cio_blk *k, int *r)
+static const void *cio_wr_block_data(struct rk_cache *c, struct cio_wr *w, const struct cio_blk *k,
+                                     int *r)
 {
     *r = 0;
     if (k->n == c->bs)
@@ -284,12 +286,14 @@ static int cio_wr_fill(struct rk_cache *c, struct cio_wr *w, const struct cio_bl
     const void *data = cio_wr_block_data(c, w, k, &r);
     if (data)
         r = cio_cdev(c, true, (void *)data, c->bs, cache_coff(c, cb, 0));
+    pthread_rwlock_rdlock(&c->synclock);
     pthread_mutex_lock(&c->lock);
     if (r)
         rk_cache_meta_release(c->meta, cb);
     else
         cache_map(c, cb, k->b, dirty);
     pthread_mutex_unlock(&c->lock);
+    pthread_rwlock_unlock(&c->synclock);
     if (r && data) /* the cache device failed */
         cache_failed(c, r);
     if (r) /* not cached: the block goes to the backing */
@@ -418,7 +422,6 @@ static int cio_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t
     if (!c->meta) {
         r = rk_dev_write(c->backing, buf, len, off, flags);
     } else {
-        cache_probe(c);
         cache_lock_range(c, off, len);
         r = cio_write_locked(c, buf, len, off, flags);
         cache_unlock_range(c, off, len);
@@ -510,7 +513,6 @@ static int cio_flush(struct rk_dev *dev)
     pthread_rwlock_rdlock(&c->rw);
     int r = 0;
     if (c->meta) {
-        cache_probe(c);
         if (atomic_load(&c->state) != RK_CACHE_STATE_FAILED)
             r = cache_sync(c);
         if (r || atomic_load(&c->state) == RK_CACHE_STATE_FAILED) {

@@ -19,6 +19,7 @@ static const char serve_usage[] =
     "Usage: raidkit serve [--listen unix:PATH|tcp:[HOST:]PORT] [--export NAME] [--read-only]\n"
     "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
     "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
+    "                     [--cache CACHEDEV [--cache-emulate PROFILE] [--writeback-rate MIB]]\n"
     "                     MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
@@ -47,6 +48,15 @@ static const char serve_usage[] =
     "                      per 4 KiB block as keep=none|all|random says, seed=S; on-cut=hang:\n"
     "                      never answer after the cut), latency=USEC, power=shared (one cut\n"
     "                      for every such member; implied by all:). See docs/TORTURE.md\n"
+    "                      SLOT cache: the cache device (all: includes it)\n"
+    "      --cache CACHEDEV\n"
+    "                      serve through the SSD cache on CACHEDEV (made by raidkit cache\n"
+    "                      create for this array), in its recorded mode\n"
+    "      --cache-emulate PROFILE\n"
+    "                      time the cache device like a modelled disk (as --emulate)\n"
+    "      --writeback-rate MIB\n"
+    "                      limit the cache's background write-back to MIB MiB/s (default\n"
+    "                      unlimited; a drain for a mode switch or detach is never limited)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -68,6 +78,7 @@ struct serve_opts {
     const char *control;   /* --control PATH, NULL without */
     const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
     char all_spec[512];
+    struct rk_emul_params cache_emul; /* oo.cache_emul points here with --cache-emulate */
 };
 
 /* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
@@ -101,6 +112,10 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     }
     memcpy(slot, arg, sl);
     slot[sl] = '\0';
+    if (!strcmp(slot, "cache")) {
+        oo->cache_fault_spec = colon + 1;
+        return 0;
+    }
     if (!strcmp(slot, "all") && !*fault_all) {
         *fault_all = colon + 1;
         return 0;
@@ -115,10 +130,45 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     return 0;
 }
 
+/* --cache (which 0), --cache-emulate (1), --writeback-rate (2) into o. 0, or -1 after a
+ * message. */
+static int serve_cache_opt(struct serve_opts *o, int which, const char *arg)
+{
+    uint64_t v;
+    char eerr[512] = "";
+    switch (which) {
+    case 0:
+        o->oo.cache_path = arg;
+        return 0;
+    case 1:
+        if (rk_emul_profile_load(arg, &o->cache_emul, eerr, sizeof(eerr))) {
+            fprintf(stderr, "raidkit serve: --cache-emulate: %s\n", eerr);
+            return -1;
+        }
+        o->oo.cache_emul = &o->cache_emul;
+        return 0;
+    default:
+        if (rk_parse_u64(arg, &v) || v > 1024 * 1024) {
+            fprintf(stderr, "raidkit serve: bad --writeback-rate '%s' (MiB/s, 0 = unlimited)\n",
+                    arg);
+            return -1;
+        }
+        o->oo.cache_writeback_rate = v * 1024 * 1024;
+        return 0;
+    }
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
-    enum { OPT_DEBUG_FAULT = 1000, OPT_EMULATE, OPT_REBUILD_RATE };
+    enum {
+        OPT_DEBUG_FAULT = 1000,
+        OPT_EMULATE,
+        OPT_REBUILD_RATE,
+        OPT_CACHE,
+        OPT_CACHE_EMULATE,
+        OPT_WB_RATE
+    };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},
@@ -130,6 +180,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"emulate", required_argument, NULL, OPT_EMULATE},
         {"control", required_argument, NULL, 'c'},
         {"rebuild-rate", required_argument, NULL, OPT_REBUILD_RATE},
+        {"cache", required_argument, NULL, OPT_CACHE},
+        {"cache-emulate", required_argument, NULL, OPT_CACHE_EMULATE},
+        {"writeback-rate", required_argument, NULL, OPT_WB_RATE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -192,6 +245,12 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->oo.rebuild_rate = v * 1024 * 1024;
+            break;
+        case OPT_CACHE:
+        case OPT_CACHE_EMULATE:
+        case OPT_WB_RATE:
+            if (serve_cache_opt(o, c - OPT_CACHE, optarg))
+                return CLI_EXIT_USAGE;
             break;
         case 'h':
             fputs(serve_usage, stdout);
@@ -279,5 +338,13 @@ int cli_serve(int argc, char **argv)
     }
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
         return CLI_EXIT_USAGE;
+    if (o.fault_all && o.oo.cache_path && !o.oo.cache_fault_spec)
+        o.oo.cache_fault_spec = o.all_spec; /* the cache device shares the power cut */
+    if ((o.oo.cache_emul || o.oo.cache_fault_spec || o.oo.cache_writeback_rate) &&
+        !o.oo.cache_path) {
+        fprintf(stderr, "raidkit serve: --cache-emulate, --writeback-rate and --debug-fault "
+                        "cache: need --cache CACHEDEV\n");
+        return CLI_EXIT_USAGE;
+    }
     return serve_run(&o, n, argv + optind);
 }

@@ -12,6 +12,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "ctl/commands_cache.h"
+#include "meta/volume_cache.h"
 #include "meta/volume_status.h"
 #include "raidkit/raid.h"
 
@@ -349,7 +351,7 @@ static char *ctl_scrub(struct rk_volume *v, const cJSON *req)
     if (ctl_rate(req, "scrub", &rate, &reply))
         return reply;
     bool repair = cJSON_IsTrue(rep);
-    if (repair && rk_volume_dev(v) != raid)
+    if (repair && rk_volume_dev(v) != raid && !rk_volume_cache(v))
         return rk_control_error("scrub --repair refused: the volume is read-only");
     int r = rk_raid_scrub_start(raid, repair, rate);
     if (r == -EBUSY) {
@@ -367,10 +369,8 @@ static const struct {
     const char *name;
     char *(*run)(struct rk_volume *v, const cJSON *req);
 } ctl_cmds[] = {
-    {"status", ctl_status},
-    {"fail", ctl_fail},
-    {"replace", ctl_replace},
-    {"scrub", ctl_scrub},
+    {"status", ctl_status}, {"fail", ctl_fail},          {"replace", ctl_replace},
+    {"scrub", ctl_scrub},   {"cache", rk_control_cache},
 };
 
 static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
@@ -378,7 +378,7 @@ static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
     for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
         if (!strcmp(cmd, ctl_cmds[i].name))
             return ctl_cmds[i].run(v, req);
-    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub)", cmd);
+    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub, cache)", cmd);
 }
 
 char *rk_control_handle(struct rk_volume *v, const char *line)

@@ -1,7 +1,8 @@
 /* Unit tests of the cache data path (src/cache/cache*.c) over in-memory backing and cache
  * devices: random I/O against a reference through every mode with switches, detach and attach
  * in the middle; write-back correctness after a drain; the clean-cache and dirty-cache failure
- * cases (C09 at unit level). The metadata is an in-memory fake (tests/lib/cache_meta_fake.h). */
+ * cases (C09 at unit level). The metadata is the real one (src/cache/meta*.c) on a memory device.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,11 +15,10 @@
 #include <cmocka.h>
 
 #include "cache/cache.h"
-#include "cache_meta_fake.h"
 #include "core/util.h"
 #include "raidkit/member.h"
 
-#define BACK_SIZE (1024 * 1024)
+#define BACK_SIZE (2 * 1024 * 1024)
 #define CBS       8192
 
 struct env {
@@ -27,19 +27,27 @@ struct env {
     uint8_t *ref;
 };
 
+static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+/* A cache of about cblocks blocks of CBS bytes over a memory backing of BACK_SIZE. */
 static void env_open(struct env *e, int mode, uint64_t cblocks)
 {
-    fake_meta_init(CBS, cblocks, mode);
-    fake_commit_fail = 0;
     assert_int_equal(rk_mem_open(BACK_SIZE, 4096, &e->back), 0);
     struct rk_dev *mem;
-    assert_int_equal(rk_mem_open(2 * BACK_SIZE, 4096, &mem), 0);
+    uint64_t csize = 1024 * 1024 + cblocks * CBS;
+    assert_int_equal(rk_mem_open(csize, 4096, &mem), 0);
+    struct rk_cache_format_params p = {.array_size = BACK_SIZE,
+                                       .block_size = CBS,
+                                       .mode = (enum rk_cache_mode)mode,
+                                       .journal_size = 64 * 1024};
+    memcpy(p.array_uuid, uuid, 16);
+    char err[256] = "";
+    assert_int_equal(rk_cache_meta_format(mem, "mem-cache", &p, err, sizeof(err)), 0);
     assert_int_equal(rk_fault_open(mem, true, &e->cdev), 0);
     struct rk_cache_opts o = {.stripe = 2 * CBS};
-    char err[256] = "";
-    assert_int_equal(rk_cache_open(e->back, e->cdev, "mem-cache", &o, &e->c, &e->dev, err,
-                                   sizeof(err)),
-                     0);
+    memcpy(o.array_uuid, uuid, 16);
+    assert_int_equal(
+        rk_cache_open(e->back, e->cdev, "mem-cache", &o, &e->c, &e->dev, err, sizeof(err)), 0);
     rk_cache_set_fault_dev(e->c, e->cdev);
     e->ref = calloc(1, BACK_SIZE);
 }
