@@ -78,6 +78,8 @@ int cache_sync(struct rk_cache *c)
     return r;
 }
 
+static void cache_free_meta(struct rk_cache *c);
+
 int cache_recover(struct rk_cache *c)
 {
     if (atomic_load(&c->state) != RK_CACHE_STATE_FAILED)
@@ -90,11 +92,15 @@ int cache_recover(struct rk_cache *c)
         r = rk_dev_flush(c->cdev);
     if (r)
         return r;
-    /* The failed metadata keeps failing (its lost commits are unknown): load it again from the
-     * device, trusting only its dirty blocks (invalidations made meanwhile never reached it). */
+    /* The old instance is closed first (its close commits and checkpoints what it holds when
+     * its own commits did not fail; one instance writes at a time), then the metadata is loaded
+     * again trusting only its dirty blocks (invalidations of a failed commit never reached it).
+     * If the load fails, nothing is known about dirty blocks: every request fails (lost). */
     char err[300] = "";
     pthread_rwlock_wrlock(&c->rw);
+    cache_free_meta(c);
     r = cache_load(c, c->cdev, c->path, true, err, sizeof(err));
+    c->lost = r != 0;
     pthread_rwlock_unlock(&c->rw);
     if (r)
         rk_warn("cache device %s: still unusable: %s", c->path, err);
@@ -236,7 +242,6 @@ int cache_load(struct rk_cache *c, struct rk_dev *cdev, const char *name, bool d
                    pol && slots ? "block size not a multiple of the volume's" : "out of memory");
         return pol && slots ? -EINVAL : -ENOMEM;
     }
-    cache_free_meta(c); /* a failed instance being recovered */
     c->meta = m;
     c->pol = pol;
     c->slots = slots;

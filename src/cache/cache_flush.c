@@ -190,7 +190,7 @@ static void *flush_thread(void *arg)
     struct rk_cache *c = arg;
     pthread_mutex_lock(&c->lock);
     while (!c->stop) {
-        if (c->meta && atomic_load(&c->state) == RK_CACHE_STATE_FAILED &&
+        if ((c->meta || c->lost) && atomic_load(&c->state) == RK_CACHE_STATE_FAILED &&
             cache_now_ms() - atomic_load(&c->last_probe) >= 1000) {
             /* Automatic recovery: retried once a second. */
             pthread_mutex_unlock(&c->lock);
@@ -201,7 +201,6 @@ static void *flush_thread(void *arg)
             continue;
         }
         if (!flush_needed(c)) {
-            c->wb_rate *= 0.5;
             pthread_cond_broadcast(&c->cond);
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);

@@ -34,6 +34,9 @@ struct rk_cache {
     uint8_t uuid[16];
     uint64_t stripe;            /* backing stripe width hint, bytes */
     struct rk_cache_meta *meta; /* NULL when detached */
+    /* A recovery could not load the metadata again: dirty blocks unknown, every request fails
+     * with EIO (until attach succeeds). */
+    bool lost;
     struct rk_cache_policy *pol;
     struct cache_slot *slots; /* [blocks] */
     uint32_t bs;

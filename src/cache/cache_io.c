@@ -197,7 +197,9 @@ static int cio_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     struct rk_cache *c = dev->priv;
     pthread_rwlock_rdlock(&c->rw);
     int r;
-    if (!c->meta) {
+    if (c->lost) {
+        r = -EIO;
+    } else if (!c->meta) {
         r = rk_dev_read(c->backing, buf, len, off);
     } else {
         cache_lock_range(c, off, len);
@@ -419,7 +421,9 @@ static int cio_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t
     struct rk_cache *c = dev->priv;
     pthread_rwlock_rdlock(&c->rw);
     int r;
-    if (!c->meta) {
+    if (c->lost) {
+        r = -EIO;
+    } else if (!c->meta) {
         r = rk_dev_write(c->backing, buf, len, off, flags);
     } else {
         cache_lock_range(c, off, len);
@@ -483,7 +487,9 @@ static int cio_zero(struct rk_dev *dev, bool discard, uint64_t len, uint64_t off
     struct rk_cache *c = dev->priv;
     pthread_rwlock_rdlock(&c->rw);
     int r;
-    if (!c->meta) {
+    if (c->lost) {
+        r = -EIO;
+    } else if (!c->meta) {
         r = discard ? rk_dev_discard(c->backing, len, off)
                     : rk_dev_write_zeroes(c->backing, len, off, flags);
     } else {
@@ -511,7 +517,7 @@ static int cio_flush(struct rk_dev *dev)
 {
     struct rk_cache *c = dev->priv;
     pthread_rwlock_rdlock(&c->rw);
-    int r = 0;
+    int r = c->lost ? -EIO : 0;
     if (c->meta) {
         if (atomic_load(&c->state) != RK_CACHE_STATE_FAILED)
             r = cache_sync(c);

@@ -364,13 +364,24 @@ static char *ctl_scrub(struct rk_volume *v, const cJSON *req)
     return ctl_ok("message", "scrub started");
 }
 
+/* {"cmd":"cache",...}: commands_cache.c */
+static char *ctl_cache(struct rk_volume *v, const cJSON *req)
+{
+    return rk_control_cache(v, req);
+}
+
 /* The commands: name and handler (reply JSON text, malloc'ed; NULL on ENOMEM). */
 static const struct {
     const char *name;
     char *(*run)(struct rk_volume *v, const cJSON *req);
 } ctl_cmds[] = {
-    {"status", ctl_status}, {"fail", ctl_fail},          {"replace", ctl_replace},
-    {"scrub", ctl_scrub},   {"cache", rk_control_cache},
+    /* clang-format off */
+    {"status", ctl_status},
+    {"fail", ctl_fail},
+    {"replace", ctl_replace},
+    {"scrub", ctl_scrub},
+    {"cache", ctl_cache},
+    /* clang-format on */
 };
 
 static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)

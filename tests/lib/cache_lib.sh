@@ -1,0 +1,65 @@
+# Helpers of the cache integration tests (C09-C11, cache_fio_modes, torture_cache_writeback),
+# sourced after tests/lib/common.sh and tests/integration/manage_lib.bash.
+#   ca_create CACHEDEV SIZE BLOCK MODE MEMBER...  a cache device for the array of MEMBER
+#   ca_mode MODE / ca_detach / ca_attach DEV / ca_fault SPEC   online, on $CTL
+#   ca_q PYEXPR       a python expression over the last status's cache object `c` (mg_status)
+#   ca_expect_eio OFF LEN GEN   reading the stamped range must fail with EIO
+# shellcheck disable=SC2034
+
+# ca_create CACHEDEV SIZE BLOCK MODE MEMBER...: `raidkit cache create` (binds the array), or the
+# test helper rk_mkcache (unbound) in a tree without it yet.
+ca_create()
+{
+    local dev=$1 size=$2 block=$3 mode=$4 out
+    shift 4
+    rm -f "$dev"
+    truncate -s "$size" "$dev" || rk_fail "truncate $dev"
+    if "$RAIDKIT" cache create --help >/dev/null 2>&1; then
+        out=$("$RAIDKIT" cache create --mode "$mode" --block "$block" "$dev" "$@" 2>&1) ||
+            rk_fail "raidkit cache create $dev: $out"
+    else
+        out=$("$RAIDKIT_BUILD_DIR/rk_mkcache" "$dev" "$size" "$block" "$mode" "$1" 2>&1) ||
+            rk_fail "rk_mkcache $dev: $out"
+    fi
+}
+
+# ca_cmd SUBCOMMAND ARGS...: `raidkit cache SUBCOMMAND ARGS --control $CTL`, failing the test on
+# error.
+ca_cmd()
+{
+    "$RAIDKIT" cache "$@" --control "$CTL" >/dev/null 2>"$T/ca.err" ||
+        rk_fail "raidkit cache $*: $(cat "$T/ca.err")"
+}
+ca_mode() { ca_cmd mode "$1"; }
+ca_detach() { ca_cmd detach; }
+ca_attach() { ca_cmd attach "$1"; }
+ca_fault() { ca_cmd fault "$1"; }
+
+# ca_q PYEXPR: evaluate over `c`, the cache object of a fresh status.
+ca_q()
+{
+    mg_status
+    "$RK_PY" -c 'import json,sys; c=json.load(open(sys.argv[1]))["cache"]; print(eval(sys.argv[2]))' \
+        "$T/st.json" "$1"
+}
+
+# ca_wait PYEXPR TIMEOUT_S: poll until the expression over `c` is True.
+ca_wait()
+{
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do
+        [ "$(ca_q "$1")" = True ] && return 0
+        sleep 0.1
+    done
+    rk_fail "cache status never satisfied '$1' within $2 s: $(cat "$T/st.json")"
+}
+
+# ca_expect_eio OFF LEN GEN: reading the range must fail with an I/O error (never old data).
+ca_expect_eio()
+{
+    if rk_py verify "$RK_URI" "$1" "$2" "$3" 2>"$T/eio.err"; then
+        rk_fail "reading [$1 +$2) succeeded; it must fail with EIO"
+    fi
+    grep -qi "input/output error" "$T/eio.err" ||
+        rk_fail "reading [$1 +$2) failed without EIO: $(cat "$T/eio.err")"
+}
