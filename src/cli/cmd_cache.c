@@ -93,10 +93,11 @@ static int cache_mode(int argc, char **argv)
     int r = cache_online_args("mode", 1, argc, argv, &control, &mode);
     if (r)
         return r < 0 ? CLI_EXIT_OK : r;
-    if (strcmp(mode, "writethrough") && strcmp(mode, "writeback") &&
-        strcmp(mode, "writearound") && strcmp(mode, "none")) {
-        fprintf(stderr, "raidkit cache mode: bad mode '%s' (writethrough, writeback, "
-                        "writearound, none)\n",
+    if (strcmp(mode, "writethrough") && strcmp(mode, "writeback") && strcmp(mode, "writearound") &&
+        strcmp(mode, "none")) {
+        fprintf(stderr,
+                "raidkit cache mode: bad mode '%s' (writethrough, writeback, "
+                "writearound, none)\n",
                 mode);
         return CLI_EXIT_USAGE;
     }
@@ -159,8 +160,7 @@ int cli_cache(int argc, char **argv)
     for (size_t i = 0; i < sizeof(cache_cmds) / sizeof(cache_cmds[0]); i++)
         if (!strcmp(argv[1], cache_cmds[i].name))
             return cache_cmds[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "raidkit cache: unknown subcommand '%s' (see raidkit cache --help)\n",
-            argv[1]);
+    fprintf(stderr, "raidkit cache: unknown subcommand '%s' (see raidkit cache --help)\n", argv[1]);
     return CLI_EXIT_USAGE;
 }
 

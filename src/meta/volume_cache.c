@@ -31,8 +31,7 @@ int rk_volume_cache_attach(struct rk_volume *v, const char *path, char *err, siz
 static uint64_t vol_cache_stripe(const struct rk_volume *v)
 {
     int par = v->sb.level == RK_LEVEL_RAID5 ? 1 : v->sb.level == RK_LEVEL_RAID6 ? 2 : 0;
-    return par && v->sb.members > (uint32_t)par ? (uint64_t)v->sb.chunk * (v->sb.members - par)
-                                                : 0;
+    return par && v->sb.members > (uint32_t)par ? (uint64_t)v->sb.chunk * (v->sb.members - par) : 0;
 }
 
 /* file -> [emul] -> [fault] of the cache device; *top owns the rest, *fault the fault member or
@@ -51,8 +50,8 @@ static int vol_cache_stack(struct rk_volume *v, const struct rk_open_opts *o, st
         r = rk_emul_open(d, true, o->cache_emul, &up);
         if (r) {
             rk_dev_close(d);
-            rk_set_err(err, errlen, "device model '%s' on cache device %s: %s",
-                       o->cache_emul->name, o->cache_path, strerror(-r));
+            rk_set_err(err, errlen, "device model '%s' on cache device %s: %s", o->cache_emul->name,
+                       o->cache_path, strerror(-r));
             return r;
         }
         d = up;
@@ -70,8 +69,7 @@ static int vol_cache_stack(struct rk_volume *v, const struct rk_open_opts *o, st
         r = rk_fault_apply_spec(d, o->cache_fault_spec, ferr, sizeof(ferr));
         if (r) {
             rk_dev_close(d);
-            rk_set_err(err, errlen, "fault spec '%s' for the cache: %s", o->cache_fault_spec,
-                       ferr);
+            rk_set_err(err, errlen, "fault spec '%s' for the cache: %s", o->cache_fault_spec, ferr);
             return r;
         }
         *fault = d;
