@@ -17,6 +17,9 @@
 
 #include "cache/meta.h"
 #include "cache/meta_int.h"
+#include "cache_golden.h"
+#include "meta/superblock.h"
+#include "sb_golden.h"
 #include "core/util.h"
 #include "raidkit/member.h"
 #include "rk_test.h"
@@ -672,6 +675,232 @@ static void test_commit_device_failure(void **state)
     rk_dev_close(d);
 }
 
+static void load_golden(uint8_t *buf)
+{
+    char path[4096];
+    const char *src = getenv("RAIDKIT_SOURCE_DIR");
+    if (src && *src) {
+        snprintf(path, sizeof(path), "%s/tests/golden/cache_sb_v1.bin", src);
+    } else {
+        snprintf(path, sizeof(path), "%s", __FILE__);
+        char *slash = strrchr(path, '/');
+        if (slash)
+            snprintf(slash, sizeof(path) - (size_t)(slash - path), "/../golden/cache_sb_v1.bin");
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open golden image %s", path);
+    assert_int_equal(fread(buf, 1, RKC_BLK, f), RKC_BLK);
+    assert_int_equal(fgetc(f), EOF);
+    fclose(f);
+}
+
+/* The committed image decodes to the documented fields at the documented offsets and
+ * re-encodes byte-identical (docs/FORMAT.md "Cache superblock"). */
+static void test_golden_sb(void **state)
+{
+    (void)state;
+    static uint8_t img[RKC_BLK], re[RKC_BLK];
+    struct rkc_sb sb, want;
+    char err[256] = "";
+    load_golden(img);
+    assert_int_equal(rkc_sb_decode(img, &sb, err, sizeof(err)), 0);
+    golden_cache_sb_v1(&want);
+    assert_memory_equal(img, "RKCACHSB", 8);
+    assert_int_equal(rk_get_le32(img + 8), 1);
+    assert_int_equal(rk_get_le32(img + 12), 4096);
+    assert_int_equal(rk_get_le32(img + 16), 0x11cd5001u);
+    assert_int_equal(sb.mode, RK_CACHE_WRITEBACK);
+    assert_int_equal(rk_get_le32(img + 20), 2);
+    assert_memory_equal(sb.cache_uuid, want.cache_uuid, 16);
+    assert_memory_equal(img + 24, want.cache_uuid, 16);
+    assert_memory_equal(img + 40, want.array_uuid, 16);
+    assert_int_equal(sb.array_size, 1024 * MiB);
+    assert_int_equal(rk_get_le64(img + 56), 1024 * MiB);
+    assert_int_equal(rk_get_le32(img + 64), 65536);
+    assert_int_equal(rk_get_le64(img + 72), 4064);
+    assert_int_equal(rk_get_le64(img + 80), 0x1122334455667788ull);
+    assert_int_equal(rk_get_le64(img + 88), 4096);
+    assert_int_equal(rk_get_le64(img + 96), 40960);
+    assert_int_equal(rk_get_le64(img + 104), 36864);
+    assert_int_equal(rk_get_le64(img + 112), 77824);
+    assert_int_equal(rk_get_le64(img + 120), 1048576);
+    assert_int_equal(rk_get_le64(img + 128), 2 * MiB);
+    assert_int_equal(rk_get_le64(img + 136), 1764547200);
+    for (unsigned i = 144; i < RKC_BLK; i++)
+        assert_int_equal(img[i], 0);
+    assert_memory_equal(&sb, &want, sizeof(sb));
+    rkc_sb_encode(&sb, re);
+    assert_memory_equal(img, re, RKC_BLK);
+    /* The layout of a 256 MiB device at 64 KiB still gives these fields. */
+    struct rkc_sb lay = {.block_size = 65536};
+    assert_int_equal(rkc_layout(&lay, 256 * MiB, 0, err, sizeof(err)), 0);
+    assert_int_equal(lay.nblocks, 4064);
+    assert_int_equal(lay.data_off, 2 * MiB);
+    assert_int_equal(lay.journal_off, 77824);
+}
+
+/* Every corrupted superblock field is refused with its own message. */
+static void test_sb_fields_refused(void **state)
+{
+    (void)state;
+    static uint8_t img[RKC_BLK], bad[RKC_BLK];
+    struct rkc_sb sb;
+    char err[256];
+    load_golden(img);
+    static const struct {
+        unsigned off;
+        uint8_t val;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {0, 'X', -ENODATA, "not a raidkit cache"},
+        {8, 2, -EPROTONOSUPPORT, "version"},
+        {12, 1, -EINVAL, "header size"},
+        {20, 7, -EINVAL, "mode"},
+        {64, 0x30, -EINVAL, "block size"},
+        {73, 0x7f, -EINVAL, "checkpoint slots"},
+        {80 + 7, 0x11, -EINVAL, NULL},
+        {120, 1, -EINVAL, "journal"},
+        {128, 1, -EINVAL, "data offset"},
+        {300, 1, -EINVAL, "reserved"},
+        {24 + 3, 0, -EINVAL, NULL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        memcpy(bad, img, RKC_BLK);
+        bad[cases[i].off] = cases[i].val;
+        if (cases[i].off != 0 && cases[i].off != 8 && cases[i].off != 12) {
+            memset(bad + 16, 0, 4);
+            rk_put_le32(bad + 16, rk_crc32c(bad, RKC_BLK));
+        }
+        err[0] = 0;
+        int r = rkc_sb_decode(bad, &sb, err, sizeof(err));
+        if (cases[i].off == 80 + 7 || cases[i].off == 24 + 3) {
+            assert_int_equal(r, 0); /* another instance / UUID byte: still a valid block */
+            continue;
+        }
+        if (r != cases[i].rc || (cases[i].msg && !strstr(err, cases[i].msg)))
+            fail_msg("offset %u: rc %d, message '%s'", cases[i].off, r, err);
+    }
+    memcpy(bad, img, RKC_BLK);
+    bad[200] ^= 1; /* no crc fix */
+    assert_int_equal(rkc_sb_decode(bad, &sb, err, sizeof(err)), -EBADMSG);
+    assert_non_null(strstr(err, "checksum"));
+}
+
+/* The array superblock's cache binding (bytes 3336..3399): round trip, golden unchanged, bad
+ * combinations refused. */
+static void test_array_binding_field(void **state)
+{
+    (void)state;
+    struct rk_sb sb, back;
+    uint8_t buf[RK_SB_SIZE];
+    char err[256];
+    golden_sb_v1(&sb);
+    assert_int_equal(sb.cache_flags, 0);
+    sb.cache_flags = RK_SB_CACHE_BOUND | RK_SB_CACHE_DIRTY;
+    memcpy(sb.cache_uuid, B_UUID, 16);
+    rk_sb_encode(&sb, buf);
+    assert_int_equal(rk_get_le32(buf + 3336), 3);
+    assert_memory_equal(buf + 3344, B_UUID, 16);
+    for (unsigned i = 3360; i < RK_SB_SIZE; i++)
+        assert_int_equal(buf[i], 0);
+    assert_int_equal(rk_sb_decode(buf, &back, err, sizeof(err)), 0);
+    assert_int_equal(back.cache_flags, 3);
+    assert_memory_equal(back.cache_uuid, B_UUID, 16);
+    static const uint32_t badflags[] = {4, RK_SB_CACHE_DIRTY, 0};
+    for (int i = 0; i < 3; i++) {
+        sb.cache_flags = badflags[i];
+        rk_sb_encode(&sb, buf);
+        assert_int_equal(rk_sb_decode(buf, &back, err, sizeof(err)), -EINVAL);
+        assert_non_null(strstr(err, "cache"));
+    }
+    sb.cache_flags = RK_SB_CACHE_BOUND;
+    memset(sb.cache_uuid, 0, 16);
+    rk_sb_encode(&sb, buf);
+    assert_int_equal(rk_sb_decode(buf, &back, err, sizeof(err)), -EINVAL);
+}
+
+/* rk_cache_binding_check: every combination of binding and cache. */
+static void test_binding_check(void **state)
+{
+    (void)state;
+    struct rk_dev *d = mem_dev(DEV_SIZE);
+    format(d, 0);
+    struct rk_cache_meta *m = open_ok(d);
+    const uint8_t *cu = rk_cache_meta_uuid(m);
+    static const uint8_t zero[16];
+    char err[512], u[RK_CACHE_UUID_STR];
+    assert_int_equal(rk_cache_binding_check(0, zero, NULL, false, err, sizeof(err)), 0);
+    assert_int_equal(rk_cache_binding_check(RK_CACHE_BIND_BOUND, cu, m, false, err, sizeof(err)),
+                     0);
+    assert_int_equal(rk_cache_binding_check(3, cu, m, false, err, sizeof(err)), 0);
+    assert_int_equal(rk_cache_binding_check(RK_CACHE_BIND_BOUND, cu, NULL, false, err, sizeof(err)),
+                     RK_CACHE_BIND_UNBIND);
+    assert_int_equal(rk_cache_binding_check(3, cu, NULL, false, err, sizeof(err)), -EUCLEAN);
+    assert_non_null(strstr(err, rk_cache_uuid_format(cu, u)));
+    assert_int_equal(rk_cache_binding_check(3, cu, NULL, true, err, sizeof(err)),
+                     RK_CACHE_BIND_UNBIND);
+    assert_int_equal(rk_cache_binding_check(3, B_UUID, m, true, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "09090909-0909-0909-0909-090909090909"));
+    assert_non_null(strstr(err, u));
+    assert_int_equal(rk_cache_binding_check(0, zero, m, false, err, sizeof(err)), -ESTALE);
+    assert_non_null(strstr(err, "stale"));
+    rk_cache_meta_close(m);
+    rk_dev_close(d);
+}
+
+/* Read-only open writes nothing; commit refuses. */
+static void test_open_ro(void **state)
+{
+    (void)state;
+    struct rk_dev *d = mem_dev(DEV_SIZE);
+    format(d, 0);
+    struct rk_cache_meta *m = open_ok(d);
+    map_some(m, 4);
+    assert_int_equal(rk_cache_meta_commit(m), 0);
+    rk_cache_meta_close(m);
+    uint8_t *before = img_read(d);
+    char err[256];
+    assert_int_equal(rk_cache_meta_open_ro(d, "cache0", NULL, 0, &m, err, sizeof(err)), 0);
+    struct rk_cache_meta_stats st;
+    rk_cache_meta_stats(m, &st);
+    assert_int_equal(st.mapped, 4);
+    map_some(m, 0);
+    uint64_t c;
+    assert_int_equal(rk_cache_meta_alloc(m, &c), 0);
+    rk_cache_meta_map(m, c, 900, false);
+    assert_int_equal(rk_cache_meta_commit(m), -EROFS);
+    assert_int_equal(rk_cache_meta_close(m), 0);
+    uint8_t *after = img_read(d);
+    assert_memory_equal(before, after, DEV_SIZE);
+    free(before);
+    free(after);
+    /* Not a cache at all. */
+    struct rk_dev *z = mem_dev(DEV_SIZE);
+    assert_int_equal(rk_cache_meta_open_ro(z, "zero", NULL, 0, &m, err, sizeof(err)), -ENODATA);
+    assert_non_null(strstr(err, "zero: not a raidkit cache device"));
+    rk_dev_close(z);
+    rk_dev_close(d);
+}
+
+/* Memory of the index per TiB of cache at 64 KiB blocks (docs/FORMAT.md "Cache index memory"):
+ * measured on a 16 GiB cache (262144 blocks), scaled. */
+static void test_index_memory(void **state)
+{
+    (void)state;
+    struct rk_cache_meta m = {.sb = {.nblocks = 262144}};
+    assert_int_equal(rkc_index_init(&m), 0);
+    size_t bytes =
+        m.sb.nblocks * (sizeof(*m.ent) + sizeof(*m.next)) + (sizeof(*m.bucket) << m.bucket_bits);
+    double per_tib = (double)bytes * 64.0; /* 16 GiB -> 1 TiB */
+    printf("# index: %zu bytes for %llu blocks = %.1f bytes/block, %.0f MiB per TiB at 64 KiB\n",
+           bytes, (unsigned long long)m.sb.nblocks, (double)bytes / (double)m.sb.nblocks,
+           per_tib / (double)MiB);
+    assert_true(per_tib <= 256.0 * MiB);
+    rkc_index_free(&m);
+}
+
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
@@ -690,6 +919,12 @@ int main(void)
         cmocka_unit_test(test_reinit_cut),
         cmocka_unit_test(test_group_commit_threads),
         cmocka_unit_test(test_commit_device_failure),
+        cmocka_unit_test(test_golden_sb),
+        cmocka_unit_test(test_sb_fields_refused),
+        cmocka_unit_test(test_array_binding_field),
+        cmocka_unit_test(test_binding_check),
+        cmocka_unit_test(test_open_ro),
+        cmocka_unit_test(test_index_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
