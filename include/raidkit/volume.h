@@ -87,6 +87,9 @@ struct rk_open_opts {
     const struct rk_emul_params *cache_emul;
     const char *cache_fault_spec;
     uint64_t cache_writeback_rate;
+    /* `cache create`: the array's cache binding is about to be replaced; assembly neither checks
+     * nor clears it (docs/FORMAT.md "Cache binding"). */
+    bool cache_rebind;
 };
 
 struct rk_volume;

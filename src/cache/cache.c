@@ -386,6 +386,16 @@ void rk_cache_status(struct rk_cache *c, struct rk_cache_status *st)
     pthread_rwlock_unlock(&c->rw);
 }
 
+int rk_cache_uuid(struct rk_cache *c, uint8_t out[16])
+{
+    pthread_rwlock_rdlock(&c->rw);
+    int r = c->meta ? 0 : -ENODEV;
+    if (c->meta)
+        memcpy(out, rk_cache_meta_uuid(c->meta), 16);
+    pthread_rwlock_unlock(&c->rw);
+    return r;
+}
+
 void rk_cache_set_fault_dev(struct rk_cache *c, struct rk_dev *fault)
 {
     c->fault = fault;

@@ -99,6 +99,10 @@ int rk_cache_detach(struct rk_cache *c, char *err, size_t errlen);
 int rk_cache_attach(struct rk_cache *c, const char *path, uint32_t file_flags, char *err,
                     size_t errlen);
 
+/* Copy the attached cache's UUID (rk_cache_meta_uuid) into out: 0, or -ENODEV when detached
+ * (or its metadata is lost). */
+int rk_cache_uuid(struct rk_cache *c, uint8_t out[16]);
+
 /* Counters and state for status (cache "object"); all sizes bytes. */
 struct rk_cache_status {
     enum rk_cache_state state;

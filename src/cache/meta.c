@@ -110,6 +110,13 @@ static int format_check(struct rk_dev *dev, const char *name,
     return 0;
 }
 
+int rk_cache_meta_format_check(struct rk_dev *dev, const char *name,
+                               const struct rk_cache_format_params *p, char *err, size_t errlen)
+{
+    struct rkc_sb sb;
+    return format_check(dev, name ? name : dev->name, p, &sb, err, errlen);
+}
+
 int rk_cache_meta_format(struct rk_dev *dev, const char *name,
                          const struct rk_cache_format_params *p, char *err, size_t errlen)
 {

@@ -112,6 +112,12 @@ int rk_cache_meta_open_ro(struct rk_dev *dev, const char *name, const uint8_t *a
                           uint64_t array_size, struct rk_cache_meta **out, char *err,
                           size_t errlen);
 
+/* Validates exactly what rk_cache_meta_format validates (parameters, device size for the
+ * metadata and >= 16 blocks) without writing anything: 0, or a negative errno with the same
+ * message. Lets `cache create` decide every refusal before it writes to any device. */
+int rk_cache_meta_format_check(struct rk_dev *dev, const char *name,
+                               const struct rk_cache_format_params *p, char *err, size_t errlen);
+
 /* The cache's own UUID (new at every `cache create`), the bound array's UUID (16 bytes each,
  * owned by m) and the bound array's size in bytes. */
 const uint8_t *rk_cache_meta_uuid(const struct rk_cache_meta *m);

@@ -199,7 +199,9 @@ void rk_cache_meta_map(struct rk_cache_meta *m, uint64_t cblock, uint64_t bblock
         idx_insert(m, (uint32_t)cblock, bblock, dirty);
         rkc_queue(m, dirty ? RKC_OP_MAP_DIRTY : RKC_OP_MAP_CLEAN, cblock, bblock);
     } else {
-        idx_misuse(m, "map", cblock);
+        rk_err("cache %s: map of cache block %llu to backing block %llu: the cache block was "
+               "not allocated or the backing block is mapped or out of range (ignored)",
+               m->name, (unsigned long long)cblock, (unsigned long long)bblock);
     }
     pthread_mutex_unlock(&m->lock);
 }

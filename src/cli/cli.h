@@ -16,7 +16,12 @@ int cli_status(int argc, char **argv);
 int cli_fail(int argc, char **argv);
 int cli_replace(int argc, char **argv);
 int cli_scrub(int argc, char **argv);
-int cli_cache(int argc, char **argv);
+int cli_cache(int argc, char **argv); /* cmd_cache.c: `raidkit cache SUB` */
+/* cmd_cache_online.c: `raidkit cache mode|detach|attach|fault` (argv[0] the subcommand). */
+int cli_cache_mode(int argc, char **argv);
+int cli_cache_detach(int argc, char **argv);
+int cli_cache_attach(int argc, char **argv);
+int cli_cache_fault(int argc, char **argv);
 
 /* Control-socket helpers of cmd_manage.c, shared with cmd_cache.c. mgmt_call sends req (freed)
  * as one line to the socket at path and returns the parsed reply (NULL after a message on

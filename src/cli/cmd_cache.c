@@ -1,160 +1,274 @@
-/* `raidkit cache SUBCOMMAND`: the SSD cache tier (docs/CLI.md "cache"). A dispatch table of
- * subcommands; mode, detach, attach (and the testing hook fault) talk to a served volume's
- * control socket. */
+/* `raidkit cache SUB`: the SSD cache tier's offline commands (docs/CLI.md "cache"). One dispatch
+ * table of subcommands; `create` formats a cache device for an array and binds them. */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-#include <cjson/cJSON.h>
-
+#include "cache/meta.h"
 #include "cli/cli.h"
+#include "core/util.h"
+#include "meta/superblock.h"
+#include "meta/volume_cache.h"
+#include "raidkit/member.h"
+#include "raidkit/volume.h"
 
-static const char cache_usage[] =
-    "Usage: raidkit cache SUBCOMMAND [OPTIONS]\n"
-    "\n"
-    "  mode MODE --control PATH     switch the served array's cache to writethrough, writeback,\n"
-    "                               writearound or none (leaving writeback writes the dirty\n"
-    "                               blocks back first; waits for that)\n"
-    "  detach --control PATH        write back every dirty block, flush the array, detach the\n"
-    "                               cache durably (the array keeps being served, uncached)\n"
-    "  attach CACHEDEV --control PATH\n"
-    "                               attach a cache device again (after detach; or retry a failed\n"
-    "                               one: give its own path)\n"
-    "  fault SPEC --control PATH    testing only: change the fault spec of the cache device\n"
-    "                               (serve --debug-fault cache:...; SPEC clear removes faults)\n"
-    "\n"
-    "See docs/CLI.md \"cache\".\n";
+_Static_assert(RK_CACHE_BIND_BOUND == RK_SB_CACHE_BOUND && RK_CACHE_BIND_DIRTY == RK_SB_CACHE_DIRTY,
+               "one set of binding bits");
 
-/* Parse [ARG] --control PATH of an online subcommand: 0 with *control and *arg (NULL when
- * nargs is 0), -1 after --help, or CLI_EXIT_USAGE after a message. */
-static int cache_online_args(const char *sub, int nargs, int argc, char **argv,
-                             const char **control, const char **arg)
+static const char create_usage[] =
+    "Usage: raidkit cache create --mode MODE [--block SIZE] [--force] CACHEDEV MEMBER...\n"
+    "\n"
+    "Format CACHEDEV (a file or block device, typically an SSD) as the cache of the array on\n"
+    "MEMBER... and bind them: the cache's superblock names the array, the array's superblocks\n"
+    "name the cache. The array is checked first (its members must assemble, as for `info`);\n"
+    "nothing is written unless every check passes.\n"
+    "\n"
+    "      --mode MODE   writethrough, writeback, writearound or none\n"
+    "      --block SIZE  cache block, a power of two from 4K to 1M (default 64K)\n"
+    "      --force       overwrite a CACHEDEV that holds a raidkit cache or array member, and\n"
+    "                    rebind an array whose current cache may hold dirty data (that data is\n"
+    "                    lost)\n"
+    "  -h, --help        show this help\n";
+
+struct create_args {
+    enum rk_cache_mode mode;
+    bool mode_set, force;
+    uint32_t block;
+    const char *cachedev;
+    const char *const *members;
+    int n;
+};
+
+static int create_parse(int argc, char **argv, struct create_args *a)
 {
     static const struct option longopts[] = {
-        {"control", required_argument, NULL, 'c'},
+        {"mode", required_argument, NULL, 'm'},
+        {"block", required_argument, NULL, 'b'},
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    uint64_t v;
     int c;
-    *control = *arg = NULL;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-        if (c == 'c') {
-            *control = optarg;
-        } else if (c == 'h') {
-            fputs(cache_usage, stdout);
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'm':
+            if (rk_cache_mode_parse(optarg, &a->mode)) {
+                fprintf(stderr,
+                        "raidkit cache create: unknown --mode '%s' (writethrough, "
+                        "writeback, writearound, none)\n",
+                        optarg);
+                return CLI_EXIT_USAGE;
+            }
+            a->mode_set = true;
+            break;
+        case 'b':
+            if (rk_parse_size(optarg, &v) || v < 4096 || v > 1024 * 1024 || (v & (v - 1))) {
+                fprintf(stderr,
+                        "raidkit cache create: bad --block '%s' (a power of two from 4K to "
+                        "1M)\n",
+                        optarg);
+                return CLI_EXIT_USAGE;
+            }
+            a->block = (uint32_t)v;
+            break;
+        case 'f':
+            a->force = true;
+            break;
+        case 'h':
+            fputs(create_usage, stdout);
             return -1;
-        } else {
-            fprintf(stderr, "raidkit cache %s: %s '%s' (see raidkit cache --help)\n", sub,
-                    c == ':' ? "option needs a value:" : "unknown option", argv[optind - 1]);
+        case ':':
+            fprintf(stderr, "raidkit cache create: option '%s' needs a value\n", argv[optind - 1]);
+            return CLI_EXIT_USAGE;
+        default:
+            fprintf(stderr, "raidkit cache create: unknown option '%s' (see --help)\n",
+                    argv[optind - 1]);
             return CLI_EXIT_USAGE;
         }
     }
-    if (argc - optind != nargs || !*control) {
-        fprintf(stderr, "raidkit cache %s: %s (see raidkit cache --help)\n", sub,
-                !*control ? "--control PATH is required" : "wrong number of arguments");
+    if (!a->mode_set || argc - optind < 2 || argc - optind - 1 > RK_MAX_MEMBERS) {
+        fprintf(stderr,
+                "raidkit cache create: needs --mode, CACHEDEV and 1..%d MEMBER files "
+                "(see --help)\n",
+                RK_MAX_MEMBERS);
         return CLI_EXIT_USAGE;
     }
-    if (nargs)
-        *arg = argv[optind];
+    a->cachedev = argv[optind];
+    a->members = (const char *const *)argv + optind + 1;
+    a->n = argc - optind - 1;
     return 0;
 }
 
-/* Send {"cmd":"cache","op":op, key:val} and print the reply's message. */
-static int cache_call(const char *sub, const char *control, const char *key, const char *val)
+/* CACHEDEV must not be one of the members (same file). */
+static int create_check_distinct(const struct create_args *a)
 {
-    cJSON *req = cJSON_CreateObject();
-    if (!req)
-        return CLI_EXIT_FAIL;
-    cJSON_AddStringToObject(req, "cmd", "cache");
-    cJSON_AddStringToObject(req, "op", sub);
-    if (key)
-        cJSON_AddStringToObject(req, key, val);
-    char name[32];
-    snprintf(name, sizeof(name), "cache %s", sub);
-    cJSON *reply = mgmt_call(name, control, req);
-    if (!reply)
-        return CLI_EXIT_FAIL;
-    int r = mgmt_check(name, reply);
-    const cJSON *m = cJSON_GetObjectItem(reply, "message");
-    if (!r && cJSON_IsString(m))
-        fprintf(stderr, "raidkit %s: %s\n", name, m->valuestring);
-    cJSON_Delete(reply);
+    struct stat cs, ms;
+    if (stat(a->cachedev, &cs))
+        return 0; /* the open reports it */
+    for (int i = 0; i < a->n; i++)
+        if (!stat(a->members[i], &ms) && ms.st_dev == cs.st_dev && ms.st_ino == cs.st_ino) {
+            fprintf(stderr, "raidkit cache create: %s is also given as member %s\n", a->cachedev,
+                    a->members[i]);
+            return -EINVAL;
+        }
+    return 0;
+}
+
+/* What CACHEDEV holds now: refuse a raidkit cache or array member without --force. */
+static int create_check_device(const struct create_args *a, struct rk_dev *dev)
+{
+    if (dev->size < RK_SB_SIZE)
+        return 0; /* too small: the format check says so */
+    uint8_t *blk = rk_buf_alloc(RK_SB_SIZE);
+    if (!blk)
+        return -ENOMEM;
+    int r = rk_dev_read(dev, blk, RK_SB_SIZE, 0);
+    if (r) {
+        fprintf(stderr, "raidkit cache create: %s: cannot read: %s\n", a->cachedev, strerror(-r));
+    } else if (!a->force && (rk_cache_meta_has_magic(blk) || rk_sb_has_magic(blk))) {
+        fprintf(stderr,
+                "raidkit cache create: %s already holds a raidkit %s; --force overwrites it\n",
+                a->cachedev, rk_cache_meta_has_magic(blk) ? "cache" : "array member superblock");
+        r = -EEXIST;
+    }
+    free(blk);
     return r;
 }
 
-static int cache_mode(int argc, char **argv)
+/* Assemble the array read-only: its identity, and whether its binding allows a new cache. */
+static int create_check_array(const struct create_args *a, struct rk_cache_format_params *p)
 {
-    const char *control, *mode;
-    int r = cache_online_args("mode", 1, argc, argv, &control, &mode);
-    if (r)
-        return r < 0 ? CLI_EXIT_OK : r;
-    if (strcmp(mode, "writethrough") && strcmp(mode, "writeback") && strcmp(mode, "writearound") &&
-        strcmp(mode, "none")) {
-        fprintf(stderr,
-                "raidkit cache mode: bad mode '%s' (writethrough, writeback, "
-                "writearound, none)\n",
-                mode);
-        return CLI_EXIT_USAGE;
+    char err[512] = "";
+    struct rk_volume *v = NULL;
+    struct rk_open_opts ro = {.read_only = true, .cache_rebind = true};
+    int r = rk_volume_open(a->members, a->n, &ro, &v, err, sizeof(err));
+    if (r) {
+        fprintf(stderr, "raidkit cache create: %s\n", err);
+        return r;
     }
-    return cache_call("mode", control, "mode", mode);
+    uint32_t flags;
+    uint8_t bound[16];
+    rk_volume_cache_binding(v, p->array_uuid, &p->array_size, &flags, bound);
+    rk_volume_close(v);
+    if ((flags & RK_CACHE_BIND_DIRTY) && !a->force) {
+        char u[RK_CACHE_UUID_STR];
+        fprintf(stderr,
+                "raidkit cache create: the array is bound to cache %s, which may hold dirty "
+                "data: detach it first (or --force, losing that data)\n",
+                rk_cache_uuid_format(bound, u));
+        return -EUCLEAN;
+    }
+    return 0;
 }
 
-static int cache_detach(int argc, char **argv)
+/* Format, then bind the array to the new cache (the array is open writable meanwhile, so no
+ * server can start on it between the two). */
+static int create_write(const struct create_args *a, struct rk_dev *dev,
+                        const struct rk_cache_format_params *p)
 {
-    const char *control, *unused;
-    int r = cache_online_args("detach", 0, argc, argv, &control, &unused);
-    if (r)
-        return r < 0 ? CLI_EXIT_OK : r;
-    return cache_call("detach", control, NULL, NULL);
+    char err[512] = "", u[RK_CACHE_UUID_STR], au[RK_CACHE_UUID_STR];
+    struct rk_volume *v = NULL;
+    struct rk_open_opts o = {.degraded = false, .cache_rebind = true};
+    int r = rk_volume_open(a->members, a->n, &o, &v, err, sizeof(err));
+    if (!r)
+        r = rk_cache_meta_format(dev, a->cachedev, p, err, sizeof(err));
+    struct rk_cache_meta *m = NULL;
+    if (!r)
+        r = rk_cache_meta_open_ro(dev, a->cachedev, p->array_uuid, p->array_size, &m, err,
+                                  sizeof(err));
+    if (!r) {
+        r = rk_volume_cache_bind(v, RK_CACHE_BIND_BOUND, rk_cache_meta_uuid(m));
+        if (r)
+            snprintf(err, sizeof(err), "cache %s formatted, but binding the array failed: %s",
+                     a->cachedev, strerror(-r));
+    }
+    int rc = v ? rk_volume_close(v) : 0;
+    if (!r && rc) {
+        r = rc;
+        snprintf(err, sizeof(err), "closing the array failed: %s", strerror(-rc));
+    }
+    if (r) {
+        fprintf(stderr, "raidkit cache create: %s\n", err);
+    } else {
+        printf("cache %s created: uuid %s, mode %s, %u KiB blocks, %llu blocks, array %s\n",
+               a->cachedev, rk_cache_uuid_format(rk_cache_meta_uuid(m), u),
+               rk_cache_mode_name(p->mode), p->block_size / 1024,
+               (unsigned long long)rk_cache_meta_blocks(m),
+               rk_cache_uuid_format(p->array_uuid, au));
+    }
+    rk_cache_meta_close(m);
+    return r;
 }
 
-static int cache_attach(int argc, char **argv)
+static int cache_create(int argc, char **argv)
 {
-    const char *control, *dev;
-    int r = cache_online_args("attach", 1, argc, argv, &control, &dev);
+    struct create_args a = {.block = 64 * 1024};
+    int r = create_parse(argc, argv, &a);
     if (r)
         return r < 0 ? CLI_EXIT_OK : r;
-    char abs[PATH_MAX];
-    if (!realpath(dev, abs)) {
-        fprintf(stderr, "raidkit cache attach: %s: %s\n", dev, strerror(errno));
+    if (create_check_distinct(&a))
+        return CLI_EXIT_FAIL;
+    struct rk_cache_format_params p = {.block_size = a.block, .mode = a.mode};
+    if (create_check_array(&a, &p))
+        return CLI_EXIT_FAIL;
+    struct rk_dev *dev = NULL;
+    r = rk_file_open(a.cachedev, 0, &dev);
+    if (r) {
+        fprintf(stderr, "raidkit cache create: %s: %s\n", a.cachedev, strerror(-r));
         return CLI_EXIT_FAIL;
     }
-    return cache_call("attach", control, "device", abs);
+    char err[512] = "";
+    r = create_check_device(&a, dev);
+    if (!r) {
+        r = rk_cache_meta_format_check(dev, a.cachedev, &p, err, sizeof(err));
+        if (r)
+            fprintf(stderr, "raidkit cache create: %s\n", err);
+    }
+    if (!r)
+        r = create_write(&a, dev, &p);
+    rk_dev_close(dev);
+    return r ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-static int cache_fault(int argc, char **argv)
-{
-    const char *control, *spec;
-    int r = cache_online_args("fault", 1, argc, argv, &control, &spec);
-    if (r)
-        return r < 0 ? CLI_EXIT_OK : r;
-    return cache_call("fault", control, "spec", spec);
-}
+/* ---- dispatch ---- */
 
-/* The subcommands (cache create: the cache device's format, is added here by its owner). */
-static const struct {
+struct cache_cmd {
     const char *name;
-    int (*run)(int argc, char **argv);
-} cache_cmds[] = {
-    {"mode", cache_mode},
-    {"detach", cache_detach},
-    {"attach", cache_attach},
-    {"fault", cache_fault},
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *summary;
 };
+
+/* One entry per subcommand; cache-io adds mode, detach and attach here. */
+static const struct cache_cmd cache_cmds[] = {
+    {"create", cache_create, "format CACHEDEV as the cache of the array on MEMBER... and bind"},
+    {"mode", cli_cache_mode, "online: switch a served array's cache mode (--control PATH)"},
+    {"detach", cli_cache_detach, "online: write back, flush, detach the cache durably"},
+    {"attach", cli_cache_attach, "online: attach CACHEDEV again, or retry a failed one"},
+    {"fault", cli_cache_fault, "testing: change the cache device's fault spec (--control)"},
+};
+
+static void cache_usage(FILE *f)
+{
+    fputs("Usage: raidkit cache SUBCOMMAND [OPTIONS] ...\n\nSubcommands:\n", f);
+    for (size_t i = 0; i < sizeof(cache_cmds) / sizeof(cache_cmds[0]); i++)
+        fprintf(f, "  %-8s %s\n", cache_cmds[i].name, cache_cmds[i].summary);
+    fputs("\n`raidkit cache SUBCOMMAND --help` describes each one (docs/CLI.md \"cache\").\n", f);
+}
 
 int cli_cache(int argc, char **argv)
 {
     if (argc < 2) {
-        fputs(cache_usage, stderr);
+        cache_usage(stderr);
         return CLI_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-        fputs(cache_usage, stdout);
+        cache_usage(stdout);
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof(cache_cmds) / sizeof(cache_cmds[0]); i++)
@@ -162,36 +276,4 @@ int cli_cache(int argc, char **argv)
             return cache_cmds[i].run(argc - 1, argv + 1);
     fprintf(stderr, "raidkit cache: unknown subcommand '%s' (see raidkit cache --help)\n", argv[1]);
     return CLI_EXIT_USAGE;
-}
-
-static double cache_num(const cJSON *o, const char *key)
-{
-    const cJSON *n = cJSON_GetObjectItem(o, key);
-    return cJSON_IsNumber(n) ? n->valuedouble : 0;
-}
-
-void cli_cache_print_status(const cJSON *c)
-{
-    if (!cJSON_IsObject(c))
-        return;
-    const cJSON *mode = cJSON_GetObjectItem(c, "mode"), *state = cJSON_GetObjectItem(c, "state");
-    const cJSON *dev = cJSON_GetObjectItem(c, "device");
-    printf("cache:    %s %s on %s, %.0f of %.0f blocks of %.0f KiB used (%.1f%%), %.1f MiB "
-           "dirty\n",
-           cJSON_IsString(mode) ? mode->valuestring : "?",
-           cJSON_IsString(state) ? state->valuestring : "?",
-           cJSON_IsString(dev) && dev->valuestring[0] ? dev->valuestring : "-",
-           cache_num(c, "used_blocks"), cache_num(c, "blocks"), cache_num(c, "block_size") / 1024,
-           100.0 * cache_num(c, "occupancy"), cache_num(c, "dirty_bytes") / (1024.0 * 1024.0));
-    printf("          read hits %.1f%%, write hits %.1f%%, write-back %.1f MiB/s, eta %.0f s\n",
-           100.0 * cache_num(c, "read_hit_ratio"), 100.0 * cache_num(c, "write_hit_ratio"),
-           cache_num(c, "writeback_rate_mib_s"), cache_num(c, "writeback_eta_s"));
-    const cJSON *b = cJSON_GetObjectItem(c, "bypass"), *it;
-    printf("          requests by reason:");
-    cJSON_ArrayForEach(it, b)
-    {
-        if (cJSON_IsNumber(it))
-            printf(" %s %.0f", it->string, it->valuedouble);
-    }
-    printf("\n");
 }

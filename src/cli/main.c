@@ -27,7 +27,7 @@ static const char main_usage[] =
     "  fail     mark a member of a served array failed\n"
     "  replace  rebuild a failed slot onto a new member (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
-    "  cache    the SSD cache of a served array: mode, detach, attach\n"
+    "  cache    SSD cache of an array: create, and online mode, detach, attach\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
@@ -61,6 +61,8 @@ int main(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve"))
         return cli_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cache"))
+        return cli_cache(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "status"))
@@ -71,8 +73,6 @@ int main(int argc, char **argv)
         return cli_replace(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
-    if (!strcmp(cmd, "cache"))
-        return cli_cache(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
 }

@@ -13,7 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "ctl/commands_cache.h"
-#include "meta/volume_cache.h"
+#include "meta/volume_cache_layer.h"
 #include "meta/volume_status.h"
 #include "raidkit/raid.h"
 

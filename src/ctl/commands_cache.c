@@ -7,7 +7,7 @@
 
 #include "cache/cache.h"
 #include "ctl/control.h"
-#include "meta/volume_cache.h"
+#include "meta/volume_cache_layer.h"
 
 static const char *cc_str(const cJSON *req, const char *key)
 {
@@ -46,11 +46,11 @@ char *rk_control_cache(struct rk_volume *v, const cJSON *req)
             return rk_control_error("cache mode: bad \"mode\" '%s' (writethrough, writeback, "
                                     "writearound, none)",
                                     m ? m : "");
-        r = rk_cache_set_mode(c, mode, err, sizeof(err));
+        r = rk_volume_cache_mode(v, mode, err, sizeof(err));
         return r ? rk_control_error("%s", err) : cc_ok("mode set");
     }
     if (!strcmp(op, "detach")) {
-        r = rk_cache_detach(c, err, sizeof(err));
+        r = rk_volume_cache_detach(v, err, sizeof(err));
         return r ? rk_control_error("%s", err) : cc_ok("cache detached");
     }
     if (!strcmp(op, "attach")) {

@@ -1,175 +1,48 @@
-/* The cache phase of volume assembly and close (docs/ARCHITECTURE.md "Cache"): the cache device's
- * stack and the cache layer over the raid device, `[cache: ssd + backing] -> raid -> members`;
- * and the "cache" object of the status document. */
-#include "meta/volume_cache.h"
-
+/* Cache binding of an assembled volume (docs/FORMAT.md "Cache binding"). */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cache/cache.h"
-#include "core/util.h"
+#include "meta/volume_cache.h"
 #include "meta/volume_int.h"
-#include "raidkit/emul.h"
-#include "raidkit/member.h"
 
-struct rk_cache *rk_volume_cache(struct rk_volume *v)
+void rk_volume_cache_binding(struct rk_volume *v, uint8_t *array_uuid, uint64_t *array_size,
+                             uint32_t *flags, uint8_t *cache_uuid)
 {
-    return v ? v->cache : NULL;
+    pthread_mutex_lock(&v->lock);
+    if (array_uuid)
+        memcpy(array_uuid, v->sb.array_uuid, RK_UUID_LEN);
+    if (array_size)
+        *array_size = v->sb.array_size;
+    if (flags)
+        *flags = v->sb.cache_flags;
+    if (cache_uuid)
+        memcpy(cache_uuid, v->sb.cache_uuid, RK_UUID_LEN);
+    pthread_mutex_unlock(&v->lock);
 }
 
-int rk_volume_cache_attach(struct rk_volume *v, const char *path, char *err, size_t errlen)
+int rk_volume_cache_bind(struct rk_volume *v, uint32_t flags, const uint8_t *cache_uuid)
 {
-    if (!v->cache) {
-        rk_set_err(err, errlen, "the volume is served without a cache layer (serve --cache)");
-        return -ENODEV;
-    }
-    return rk_cache_attach(v->cache, path, v->file_flags, err, errlen);
-}
-
-/* Stripe width of the raid device in bytes when it has parity (raid5/6), else 0. */
-static uint64_t vol_cache_stripe(const struct rk_volume *v)
-{
-    int par = v->sb.level == RK_LEVEL_RAID5 ? 1 : v->sb.level == RK_LEVEL_RAID6 ? 2 : 0;
-    return par && v->sb.members > (uint32_t)par ? (uint64_t)v->sb.chunk * (v->sb.members - par) : 0;
-}
-
-/* file -> [emul] -> [fault] of the cache device; *top owns the rest, *fault the fault member or
- * NULL. 0 or -errno with err. */
-static int vol_cache_stack(struct rk_volume *v, const struct rk_open_opts *o, struct rk_dev **top,
-                           struct rk_dev **fault, char *err, size_t errlen)
-{
-    struct rk_dev *d = NULL, *up = NULL;
-    *top = *fault = NULL;
-    int r = rk_file_open(o->cache_path, v->file_flags, &d);
-    if (r) {
-        rk_set_err(err, errlen, "cache device %s: %s", o->cache_path, strerror(-r));
-        return r;
-    }
-    if (o->cache_emul) {
-        r = rk_emul_open(d, true, o->cache_emul, &up);
-        if (r) {
-            rk_dev_close(d);
-            rk_set_err(err, errlen, "device model '%s' on cache device %s: %s", o->cache_emul->name,
-                       o->cache_path, strerror(-r));
-            return r;
-        }
-        d = up;
-    }
-    if (o->cache_fault_spec) {
-        r = rk_fault_open(d, true, &up);
-        if (r) {
-            rk_dev_close(d);
-            rk_set_err(err, errlen, "fault injection on cache device %s: %s", o->cache_path,
-                       strerror(-r));
-            return r;
-        }
-        d = up;
-        char ferr[200] = "";
-        r = rk_fault_apply_spec(d, o->cache_fault_spec, ferr, sizeof(ferr));
-        if (r) {
-            rk_dev_close(d);
-            rk_set_err(err, errlen, "fault spec '%s' for the cache: %s", o->cache_fault_spec, ferr);
-            return r;
-        }
-        *fault = d;
-    }
-    *top = d;
-    return 0;
-}
-
-int vol_cache_setup(struct rk_volume *v, const struct rk_open_opts *o, char *err, size_t errlen)
-{
-    if (!o->cache_path)
-        return 0;
-    if (v->read_only) {
-        rk_set_err(err, errlen, "--read-only with a cache (%s) is not supported", o->cache_path);
+    static const uint8_t zero[RK_UUID_LEN];
+    if (v->read_only)
+        return -EROFS;
+    if (!cache_uuid)
+        cache_uuid = zero;
+    bool bound = (flags & RK_SB_CACHE_BOUND) != 0;
+    if ((flags & ~RK_SB_CACHE_MASK) || ((flags & RK_SB_CACHE_DIRTY) && !bound) ||
+        bound == !memcmp(cache_uuid, zero, RK_UUID_LEN))
         return -EINVAL;
+    pthread_mutex_lock(&v->lock);
+    uint32_t old_flags = v->sb.cache_flags;
+    uint8_t old_uuid[RK_UUID_LEN];
+    memcpy(old_uuid, v->sb.cache_uuid, RK_UUID_LEN);
+    v->sb.cache_flags = flags;
+    memcpy(v->sb.cache_uuid, cache_uuid, RK_UUID_LEN);
+    v->sb.events++;
+    int r = vol_write_sbs(v, false);
+    if (r) {
+        v->sb.cache_flags = old_flags;
+        memcpy(v->sb.cache_uuid, old_uuid, RK_UUID_LEN);
     }
-    struct rk_dev *top, *fault;
-    int r = vol_cache_stack(v, o, &top, &fault, err, errlen);
-    if (r)
-        return r;
-    struct rk_cache_opts co = {
-        .unclean = v->was_dirty,
-        .writeback_rate = o->cache_writeback_rate,
-        .stripe = vol_cache_stripe(v),
-    };
-    memcpy(co.array_uuid, v->sb.array_uuid, 16);
-    r = rk_cache_open(v->raid, top, o->cache_path, &co, &v->cache, &v->cache_dev, err, errlen);
-    if (r)
-        return r; /* rk_cache_open closed the stack */
-    rk_cache_set_fault_dev(v->cache, fault);
-    return 0;
-}
-
-int vol_cache_close(struct rk_volume *v)
-{
-    if (!v->cache_dev)
-        return 0;
-    struct rk_cache_status st;
-    rk_cache_status(v->cache, &st);
-    int r = rk_dev_flush(v->cache_dev);
-    if (r)
-        rk_err("cache flush failed: %s", strerror(-r));
-    if (!r && st.state == RK_CACHE_STATE_FAILED) {
-        /* Invalidations made while it failed never reached its journal. */
-        rk_err("cache device %s failed: leaving the array marked dirty, so that the next start "
-               "drops the cache's clean blocks",
-               st.path);
-        r = -EIO;
-    }
-    rk_dev_close(v->cache_dev);
-    v->cache_dev = NULL;
-    v->cache = NULL;
+    pthread_mutex_unlock(&v->lock);
     return r;
-}
-
-/* "reasons" object: requests per bypass reason (and fills admitted). */
-static void vol_cache_reasons(cJSON *o, const struct rk_cache_status *st)
-{
-    cJSON *b = cJSON_AddObjectToObject(o, "bypass");
-    for (int i = 0; b && i < RK_CACHE_REASONS; i++)
-        cJSON_AddNumberToObject(b, rk_cache_reason_name((enum rk_cache_reason)i),
-                                (double)st->bypass[i]);
-}
-
-static double vol_ratio(uint64_t hit, uint64_t miss)
-{
-    return hit + miss ? (double)hit / (double)(hit + miss) : 0.0;
-}
-
-void vol_cache_status(struct rk_volume *v, cJSON *root)
-{
-    if (!v->cache) {
-        cJSON_AddNullToObject(root, "cache");
-        return;
-    }
-    struct rk_cache_status st;
-    rk_cache_status(v->cache, &st);
-    cJSON *o = cJSON_AddObjectToObject(root, "cache");
-    if (!o)
-        return;
-    cJSON_AddStringToObject(o, "device", st.path);
-    cJSON_AddStringToObject(o, "mode", rk_cache_mode_name(st.mode));
-    cJSON_AddStringToObject(o, "state", rk_cache_state_name(st.state));
-    cJSON_AddNumberToObject(o, "block_size", st.block_size);
-    cJSON_AddNumberToObject(o, "blocks", (double)st.blocks);
-    cJSON_AddNumberToObject(o, "used_blocks", (double)st.mapped);
-    cJSON_AddNumberToObject(o, "occupancy", st.blocks ? (double)st.mapped / st.blocks : 0.0);
-    cJSON_AddNumberToObject(o, "dirty_blocks", (double)st.dirty);
-    cJSON_AddNumberToObject(o, "dirty_bytes", (double)st.dirty * st.block_size);
-    cJSON_AddNumberToObject(o, "read_hits", (double)st.read_hits);
-    cJSON_AddNumberToObject(o, "read_misses", (double)st.read_misses);
-    cJSON_AddNumberToObject(o, "read_hit_ratio", vol_ratio(st.read_hits, st.read_misses));
-    cJSON_AddNumberToObject(o, "write_hits", (double)st.write_hits);
-    cJSON_AddNumberToObject(o, "write_misses", (double)st.write_misses);
-    cJSON_AddNumberToObject(o, "write_hit_ratio", vol_ratio(st.write_hits, st.write_misses));
-    vol_cache_reasons(o, &st);
-    cJSON_AddNumberToObject(o, "written_back_bytes", (double)st.written_back);
-    cJSON_AddNumberToObject(o, "writeback_rate_mib_s", st.writeback_rate / (1024.0 * 1024.0));
-    cJSON_AddNumberToObject(o, "writeback_eta_s", st.eta);
-    cJSON_AddNumberToObject(o, "io_errors", (double)st.io_errors);
-    cJSON_AddNumberToObject(o, "journal_bytes", (double)st.meta.journal_bytes);
-    cJSON_AddNumberToObject(o, "commits", (double)st.meta.commits);
 }

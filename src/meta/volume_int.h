@@ -39,13 +39,13 @@ struct rk_volume {
     /* Resync decided at assembly (volume_bitmap.c): needed, over every region, from where. */
     bool resync, resync_full;
     uint64_t resync_from;
-    /* SSD cache layer over raid (volume_cache.c), NULL without --cache. It owns the cache
+    /* SSD cache layer over raid (volume_cache_layer.c), NULL without --cache. It owns the cache
      * device's stack; cache_fault is the fault member in it (or NULL). */
     struct rk_dev *cache_dev;
     struct rk_cache *cache;
 };
 
-/* Cache phase (volume_cache.c), after the bitmap setup and before the dirty mark: open the
+/* Cache phase (volume_cache_layer.c), after the bitmap setup and before the dirty mark: open the
  * cache device stack of o->cache_path (file -> device model -> fault member) and the cache layer
  * over the raid device (a cache bound to another array, stale or corrupt is refused with a
  * message naming it). No-op without o->cache_path. Returns 0 or -errno with err. */

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "meta/volume_cache.h"
+#include "meta/volume_cache_layer.h"
 #include "meta/volume_int.h"
 
 /* The live state of slot i: the engine's, else the recorded one; active without a device is

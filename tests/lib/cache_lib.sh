@@ -6,21 +6,16 @@
 #   ca_expect_eio OFF LEN GEN   reading the stamped range must fail with EIO
 # shellcheck disable=SC2034
 
-# ca_create CACHEDEV SIZE BLOCK MODE MEMBER...: `raidkit cache create` (binds the array), or the
-# test helper rk_mkcache (unbound) in a tree without it yet.
+# ca_create CACHEDEV SIZE BLOCK MODE MEMBER...: a SIZE file, `raidkit cache create` (binds the
+# array to it).
 ca_create()
 {
     local dev=$1 size=$2 block=$3 mode=$4 out
     shift 4
     rm -f "$dev"
     truncate -s "$size" "$dev" || rk_fail "truncate $dev"
-    if "$RAIDKIT" cache create --help >/dev/null 2>&1; then
-        out=$("$RAIDKIT" cache create --mode "$mode" --block "$block" "$dev" "$@" 2>&1) ||
-            rk_fail "raidkit cache create $dev: $out"
-    else
-        out=$("$RAIDKIT_BUILD_DIR/rk_mkcache" "$dev" "$size" "$block" "$mode" "$1" 2>&1) ||
-            rk_fail "rk_mkcache $dev: $out"
-    fi
+    out=$("$RAIDKIT" cache create --mode "$mode" --block "$block" "$dev" "$@" 2>&1) ||
+        rk_fail "raidkit cache create $dev: $out"
 }
 
 # ca_cmd SUBCOMMAND ARGS...: `raidkit cache SUBCOMMAND ARGS --control $CTL`, failing the test on
