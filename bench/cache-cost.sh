@@ -9,13 +9,13 @@
 #   drain                 writeback drain (`cache mode writethrough` writes every dirty block
 #                         back) of 64K blocks every 512K, vs fio writing the same blocks in the
 #                         same ascending order straight to the backing model      target >= 0.8
-#   memory                resident memory of `serve` with a large sparse cache minus without,
-#                         per TiB of cache (and the policy's own figure)          target <= 1 GiB
+#   memory                resident memory of `serve` with a full MEM_CACHE writeback cache minus
+#                         without, same load, per TiB of cache (no models)       target <= 1 GiB
 # Cache: mushkin-ssd-2015 (bench/profiles), backing: one hdd-7200 member (linear), as seed 003.
 #
 # Usage: bench/cache-cost.sh RAIDKIT_BINARY
 # Environment: ROUNDS [2]  RUNTIME [8] s  QD [16]  HOT [64M]  BACKING [1G]  CACHE [512M]
-#              MEM_CACHE [16G]  SSD [bench/profiles/mushkin-ssd-2015.ini]  HDD [hdd-7200]
+#              MEM_CACHE [2G]  SSD [bench/profiles/mushkin-ssd-2015.ini]  HDD [hdd-7200]
 #              SHM_DIR [/dev/shm]  TESTS [hot seq drain memory]
 set -uo pipefail
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -30,7 +30,7 @@ QD=${QD:-16}
 HOT=${HOT:-64M}
 BACKING=${BACKING:-1G}
 CACHE=${CACHE:-512M}
-MEM_CACHE=${MEM_CACHE:-16G}
+MEM_CACHE=${MEM_CACHE:-2G}
 SSD=${SSD:-$HERE/profiles/mushkin-ssd-2015.ini}
 HDD=${HDD:-hdd-7200}
 SHM_DIR=${SHM_DIR:-/dev/shm}
@@ -101,10 +101,16 @@ d=json.load(sys.stdin); d=d.get("status", d); c=d.get("cache") or {}
 v=c.get(sys.argv[1]); print("" if v is None else v)' "$1"
 }
 
-hit_ratio() { # DIR: hits / (hits + misses) of DIR (read/write) since start, percent
-    local h m
-    h=$(cache_field "${1}_hits") m=$(cache_field "${1}_misses")
-    [ -n "$h" ] && [ -n "$m" ] && $PY -c "print('%.1f%%' % (100.0 * $h / max(1, $h + $m)))"
+# hits DIR: "hits misses" of DIR (read/write) since start.
+hits() { echo "$(cache_field "${1}_hits") $(cache_field "${1}_misses")"; }
+
+# hit_ratio DIR BEFORE: hits / (hits + misses) of DIR since BEFORE (a `hits` line), percent.
+hit_ratio() {
+    local now
+    now=$(hits "$1")
+    # shellcheck disable=SC2086  # two numbers each
+    $PY -c 'import sys; h0, m0, h1, m1 = map(int, sys.argv[1:5]); n = h1 - h0 + m1 - m0
+print("%.1f%%" % (100.0 * (h1 - h0) / n) if n else "-")' $2 $now 2>/dev/null || echo "?"
 }
 
 ratio() { $PY -c "print('%.3f' % ($1 / $2))" 2>/dev/null || echo "?"; }
@@ -122,12 +128,16 @@ hot_round() { # ORDER ("raw cache" or "cache raw")
     for who in $1; do
         if [ "$who" = raw ]; then raw "$SSD" "$CACHE" || return 1; else cached writeback || return 1; fi
         warm || { stop; return 1; }
+        local h0r h0w
+        [ "$who" = cache ] && h0r=$(hits read)
         r=$(fio_run read.iops --rw=randread --bs=4k --iodepth="$QD" --size="$HOT" \
             --time_based --runtime="$RUNTIME" --randseed=7) || { stop; return 1; }
+        [ "$who" = cache ] && h0w=$(hits write)
         w=$(fio_run write.iops --rw=randwrite --bs=4k --iodepth="$QD" --size="$HOT" \
             --time_based --runtime="$RUNTIME" --randseed=8) || { stop; return 1; }
         local hits=""
-        [ "$who" = cache ] && hits=" (hit ratio read $(hit_ratio read), write $(hit_ratio write))"
+        [ "$who" = cache ] &&
+            hits=" (hit ratio in the run: read $(hit_ratio read "$h0r"), write $(hit_ratio write "$h0w"))"
         echo "  hot $who: randread $r IOPS, randwrite $w IOPS$hits"
         add "hr.$who" "$r"
         add "hw.$who" "$w"
@@ -179,24 +189,33 @@ drain_round() {
 
 rss_kib() { awk '/^VmRSS/ { print $2 }' "/proc/$RK_PID/status"; }
 
+# memory_test: resident memory of serve over a plain backing, without and with a full writeback
+# cache of MEM_CACHE (no models: memory does not depend on timing, and filling is fast). Both
+# get the same fio load first (64K random writes over MEM_CACHE bytes, every block once), so
+# the difference is what the cache holds for MEM_CACHE of cached blocks.
 memory_test() {
-    local base with
-    raw "$HDD" "$BACKING" || return 1
-    sleep 1
+    local base with used fill=(--rw=randwrite --bs=64k --iodepth=16 --size="$MEM_CACHE")
+    rm -f "$WORK/b.img" "$WORK/c.img"
+    "$RK" create --force --level linear --size "$MEM_CACHE" "$WORK/b.img" >/dev/null 2>&1 || return 1
+    start "$WORK/b.img" || return 1
+    fio_run write.iops "${fill[@]}" >/dev/null || { stop; return 1; }
     base=$(rss_kib)
     stop
-    cached writeback "$MEM_CACHE" || return 1
-    sleep 1
-    with=$(rss_kib)
+    truncate -s "$MEM_CACHE" "$WORK/c.img"
+    "$RK" cache create --mode writeback "$WORK/c.img" "$WORK/b.img" >/dev/null 2>"$WORK/err" ||
+        { log "cache create: $(tail -n1 "$WORK/err")"; return 1; }
+    start --cache "$WORK/c.img" "$WORK/b.img" || return 1
+    fio_run write.iops "${fill[@]}" >/dev/null || { stop; return 1; }
+    with=$(rss_kib) used=$(cache_field used_blocks)/$(cache_field blocks)
     stop
-    $PY - "$base" "$with" "$MEM_CACHE" <<'EOF'
+    $PY - "$base" "$with" "$MEM_CACHE" "$used" <<'EOF'
 import sys
-base, with_, size = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+base, with_, size, used = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 mult = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 b = int(size[:-1]) * mult[size[-1].upper()] if size[-1].isalpha() else int(size)
 per_tib = (with_ - base) * 1024 * (2**40 / b)
-print("  memory: serve RSS %d KiB without cache, %d KiB with a %s cache: %.1f MiB per TiB of cache"
-      % (base, with_, size, per_tib / 2**20))
+print("  memory: serve RSS %d KiB without cache, %d KiB with a full %s cache (blocks used %s):"
+      " %.1f MiB per TiB of cache" % (base, with_, size, used, per_tib / 2**20))
 EOF
 }
 
