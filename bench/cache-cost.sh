@@ -174,13 +174,14 @@ drain_round() {
         else
             cached writeback || return 1
             fio_run write.bw_bytes "${PATTERN[@]}" >/dev/null || { stop; return 1; }
-            dirty=$(cache_field dirty)
+            dirty=$(cache_field dirty_bytes)
+            [ -n "$dirty" ] || dirty=$((64 << 20))
             t0=$(date +%s.%N)
             "$RK" cache mode writethrough --control "$WORK/ctl" >/dev/null 2>"$WORK/err" ||
                 { log "cache mode: $(tail -n1 "$WORK/err")"; stop; return 1; }
             t1=$(date +%s.%N)
-            v=$($PY -c "print(64 * 2**20 / ($t1 - $t0))")
-            echo "  drain: 64 MiB (status dirty before: ${dirty:-?}) in $($PY -c "print(round($t1 - $t0, 2))") s = $($PY -c "print(round($v / 1e6, 2))") MB/s"
+            v=$($PY -c "print($dirty / ($t1 - $t0))")
+            echo "  drain: $((dirty >> 20)) MiB dirty (status dirty_bytes) in $($PY -c "print(round($t1 - $t0, 2))") s = $($PY -c "print(round($v / 1e6, 2))") MB/s"
         fi
         add "dr.$who" "$v"
         stop
