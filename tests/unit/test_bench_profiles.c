@@ -20,7 +20,7 @@
 #define SEC 1000000000ull
 
 struct qd_loop {
-    int to_issue;      /* completions not yet answered by a new request */
+    int to_issue;      /* completions seen (HDD loop: of the one request in flight) */
     uint64_t bs, done; /* bytes completed inside the measured window */
     uint64_t now, from;
 };
@@ -54,7 +54,9 @@ static void load(const char *name_or_file, struct rk_emul_params *p)
         fail_msg("%s: %s", name_or_file, err);
 }
 
-/* MB/s (10^6) of fio with `depth` requests in flight over a 1 GiB file: 2 s ramp, `secs` s. */
+/* MB/s (10^6) of fio with `depth` requests in flight over a 1 GiB file: 2 s ramp, `secs` s.
+ * SSD: any depth (each slot resubmits at its completion); HDD: depth 1 through the command
+ * queue (a write acknowledged from the drive cache completes at arrival). */
 static double run_qd(const char *prof, int dir, bool random, int depth, int secs)
 {
     struct rk_emul_params p;
@@ -63,73 +65,90 @@ static double run_qd(const char *prof, int dir, bool random, int depth, int secs
     assert_int_equal(emul_model_init(&m, &p, p.capacity ? p.capacity : 2ull << 30), 0);
     const uint64_t bs = 4096, blocks = (1ull << 30) / bs, ramp = 2 * SEC;
     const uint64_t end = ramp + (uint64_t)secs * SEC;
-    uint64_t rs = 7, next = 0;
-    struct qd_loop l = {.to_issue = depth, .bs = bs, .from = UINT64_MAX};
-    static struct emul_hq h;
-    memset(&h, 0, sizeof(h));
-    uint64_t slot[64] = {0}; /* SSD: completion time of each in-flight request */
-    for (;;) {
-        if (p.kind == RK_EMUL_SSD) {
+    uint64_t rs = 7, next = 0, slot[64] = {0};
+    struct qd_loop l = {.bs = bs, .from = ramp};
+    if (p.kind == RK_EMUL_SSD) {
+        assert_true(depth >= 1 && depth <= 64);
+        for (;;) {
             int k = 0;
             for (int i = 1; i < depth; i++)
                 k = slot[i] < slot[k] ? i : k;
             if (slot[k] > end)
-                break;
+                return (double)l.done / secs / 1e6;
             if (slot[k] >= ramp)
                 l.done += bs;
             slot[k] = emul_ssd_submit(&m, dir, bs, slot[k]);
-            continue;
         }
-        if (l.to_issue > 0) {
-            l.to_issue--;
-            uint64_t off = random ? mix(&rs) % blocks * bs : next;
-            next = (next + bs) % (blocks * bs);
-            struct emul_hreq r = {.off = off, .len = bs, .dir = (uint8_t)dir};
-            assert_int_equal(emul_hq_add(&m, &h, &r, false, NULL, l.now, qd_done, &l), 0);
-            continue;
+    }
+    assert_int_equal(depth, 1);
+    static struct emul_hq h;
+    memset(&h, 0, sizeof(h));
+    while (l.now <= end) {
+        struct emul_hreq r = {.len = bs, .dir = (uint8_t)dir};
+        r.off = random ? mix(&rs) % blocks * bs : next;
+        next = (next + bs) % (blocks * bs);
+        l.to_issue = 0;
+        assert_int_equal(emul_hq_add(&m, &h, &r, false, NULL, l.now, qd_done, &l), 0);
+        while (!l.to_issue) { /* the next request waits for this one's completion */
+            assert_true(h.busy);
+            l.now = h.busy_until;
+            emul_hq_advance(&m, &h, l.now, qd_done, &l);
         }
-        l.from = ramp;
-        if (!h.busy || h.busy_until > end)
-            break;
-        l.now = h.busy_until;
-        emul_hq_advance(&m, &h, l.now, qd_done, &l);
     }
     return (double)l.done / secs / 1e6;
 }
 
-static double row(const char *prof, const char *what, double got, double seed)
+/* One seed row: the workload and the study's figure (MB/s). */
+struct seed_row {
+    const char *what;
+    int dir;
+    bool random;
+    double seed;
+};
+
+/* Model error in percent of each row of prof at depth 1, printed as a calibration table. */
+static void calibrate(const char *prof, const struct seed_row *rows, int n, double *err)
 {
-    double e = (got - seed) / seed * 100;
-    printf("calibration QD1 %-22s %-9s model %7.2f MB/s  seed %7.2f  error %+6.1f%%\n", prof, what,
-           got, seed, e);
-    return e;
+    for (int i = 0; i < n; i++) {
+        double got = run_qd(prof, rows[i].dir, rows[i].random, 1, 10);
+        err[i] = (got / rows[i].seed - 1.0) * 100.0;
+        printf("calibration QD1 %-22s %-9s model %7.2f MB/s  seed %7.2f  error %+6.1f%%\n", prof,
+               rows[i].what, got, rows[i].seed, err[i]);
+    }
 }
 
 static void test_mushkin_qd1(void **state)
 {
     (void)state;
-    const char *f = "mushkin-ssd-2015.ini";
     /* Seed 003, 120GB Mushkin SSD, fio 2.1.13 4K direct. */
-    assert_true(fabs(row(f, "randread", run_qd(f, 0, true, 1, 10), 48.09)) <= 10);
-    assert_true(fabs(row(f, "randwrite", run_qd(f, 1, true, 1, 10), 139.76)) <= 10);
-    assert_true(fabs(row(f, "write", run_qd(f, 1, false, 1, 10), 144.11)) <= 10);
+    static const struct seed_row rows[] = {{"randread", 0, true, 48.09},
+                                           {"randwrite", 1, true, 139.76},
+                                           {"write", 1, false, 144.11},
+                                           {"read", 0, false, 84.88}};
+    double e[4];
+    calibrate("mushkin-ssd-2015.ini", rows, 4, e);
+    for (int i = 0; i < 3; i++)
+        assert_true(fabs(e[i]) <= 10);
     /* The SSD model has one read service time for random and sequential reads: the seed's
      * sequential read (84.88, the drive's read-ahead) is the documented miss. */
-    double e = row(f, "read", run_qd(f, 0, false, 1, 10), 84.88);
-    assert_true(e < -40 && e > -46);
+    assert_true(e[3] < -40 && e[3] > -46);
     /* Deeper queues (uncalibrated): the IOPS caps rule. */
-    printf("QD64 %s randread %.2f randwrite %.2f MB/s\n", f, run_qd(f, 0, true, 64, 5),
-           run_qd(f, 1, true, 64, 5));
+    printf("QD64 mushkin-ssd-2015.ini randread %.2f randwrite %.2f MB/s\n",
+           run_qd("mushkin-ssd-2015.ini", 0, true, 64, 5),
+           run_qd("mushkin-ssd-2015.ini", 1, true, 64, 5));
 }
 
 static void test_hdd7200_qd1(void **state)
 {
     (void)state;
     /* Seed 003, Seagate ST500DM002-1BD14; hdd-7200 was calibrated at QD64 (test_emul). */
-    assert_true(fabs(row("hdd-7200", "randwrite", run_qd("hdd-7200", 1, true, 1, 20), 1.47)) <= 10);
-    assert_true(fabs(row("hdd-7200", "read", run_qd("hdd-7200", 0, false, 1, 20), 2.75)) <= 10);
-    assert_true(fabs(row("hdd-7200", "write", run_qd("hdd-7200", 1, false, 1, 20), 107.0)) <= 10);
-    printf("hdd-7200 QD1 randread %.2f MB/s (no seed row)\n", run_qd("hdd-7200", 0, true, 1, 20));
+    static const struct seed_row rows[] = {
+        {"randwrite", 1, true, 1.47}, {"read", 0, false, 2.75}, {"write", 1, false, 107.0}};
+    double e[3];
+    calibrate("hdd-7200", rows, 3, e);
+    for (int i = 0; i < 3; i++)
+        assert_true(fabs(e[i]) <= 10);
+    printf("hdd-7200 QD1 randread %.2f MB/s (no seed row)\n", run_qd("hdd-7200", 0, true, 1, 10));
 }
 
 int main(void)
