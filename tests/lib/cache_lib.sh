@@ -58,3 +58,70 @@ ca_expect_eio()
     grep -qi "input/output error" "$T/eio.err" ||
         rk_fail "reading [$1 +$2) failed without EIO: $(cat "$T/eio.err")"
 }
+
+# ca_py: the cache tests' NBD client ($T/ca.py): fill URI OFF LEN BYTE (writes then flushes),
+# check URI OFF LEN BYTE (exit 1 naming the first differing offset), c11 URI RECORD N (write block
+# i, FLUSH, append i to RECORD with fsync, for i < N, until an error), c11check URI RECORD.
+ca_write_py()
+{
+    cat >"$T/ca.py" <<'PY'
+import os, sys
+import nbd
+
+def blk(i):
+    return (b"C11 block %08d " % i) * 128 * 2
+
+def main():
+    cmd, uri = sys.argv[1], sys.argv[2]
+    h = nbd.NBD()
+    h.connect_uri(uri)
+    if cmd in ("fill", "check"):
+        off, length, byte = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5], 0)
+        step = 1 << 20
+        for o in range(off, off + length, step):
+            n = min(step, off + length - o)
+            if cmd == "fill":
+                h.pwrite(bytes([byte]) * n, o)
+            else:
+                got = h.pread(n, o)
+                if got != bytes([byte]) * n:
+                    bad = next(k for k in range(n) if got[k] != byte)
+                    sys.exit("offset %d: 0x%02x, want 0x%02x" % (o + bad, got[bad], byte))
+        if cmd == "fill":
+            h.flush()
+    elif cmd == "c11":
+        rec, n = sys.argv[3], int(sys.argv[4])
+        fd = os.open(rec, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            for i in range(n):
+                h.pwrite(blk(i)[:4096], i * 4096)
+                h.flush()
+                os.write(fd, b"%d\n" % i)
+                os.fsync(fd)
+        except nbd.Error:
+            pass
+    elif cmd == "c11check":
+        recorded = [int(x) for x in open(sys.argv[3]).read().split()]
+        bad = [i for i in recorded if h.pread(4096, i * 4096) != blk(i)[:4096]]
+        if bad:
+            sys.exit("%d of %d recorded blocks lost, first %s" % (len(bad), len(recorded), bad[:5]))
+        print("%d recorded blocks all read back" % len(recorded))
+    h.shutdown()
+
+main()
+PY
+}
+ca_py() { "$RK_PY" "$T/ca.py" "$@"; }
+
+# ca_kill: SIGKILL the server (and its timeout wrapper) once its log says the power cut is complete
+# (10 s at most).
+ca_kill_after_cut()
+{
+    local i
+    for ((i = 0; i < 200; i++)); do
+        grep -q "power cut complete" "$RK_LOG" && break
+        sleep 0.05
+    done
+    grep -q "power cut complete" "$RK_LOG" || rk_fail "no power cut happened: $(tail -n 5 "$RK_LOG")"
+    torture_kill
+}
