@@ -60,6 +60,7 @@ void cache_failed(struct rk_cache *c, int r)
                "is readable again",
                c->path, strerror(-r));
     atomic_store(&c->last_probe, cache_now_ms());
+    pthread_cond_broadcast(&c->cond); /* a drain waiting for progress gives up */
 }
 
 int cache_sync(struct rk_cache *c)

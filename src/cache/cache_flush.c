@@ -194,9 +194,13 @@ static void *flush_thread(void *arg)
             cache_now_ms() - atomic_load(&c->last_probe) >= 1000) {
             /* Automatic recovery: retried once a second. */
             pthread_mutex_unlock(&c->lock);
-            pthread_mutex_lock(&c->ctl);
-            cache_recover(c);
-            pthread_mutex_unlock(&c->ctl);
+            /* Not while a mode switch or detach holds ctl (it may wait for us). */
+            if (!pthread_mutex_trylock(&c->ctl)) {
+                cache_recover(c);
+                pthread_mutex_unlock(&c->ctl);
+            } else {
+                atomic_store(&c->last_probe, cache_now_ms());
+            }
             pthread_mutex_lock(&c->lock);
             continue;
         }
