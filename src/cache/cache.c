@@ -325,7 +325,11 @@ int rk_cache_open(struct rk_dev *backing, struct rk_dev *cdev, const char *name,
         return r;
     }
     c->dev->size = backing->size;
-    c->dev->block_size = backing->block_size;
+    /* Requests must suit the cache device too (a 512-byte write on a 4 KiB O_DIRECT device). */
+    c->dev->block_size =
+        backing->block_size > c->cdev->block_size ? backing->block_size : c->cdev->block_size;
+    if (backing->size % c->dev->block_size)
+        c->dev->block_size = backing->block_size;
     c->dev->opt_io_size = backing->opt_io_size;
     c->dev->direct = backing->direct;
     *out = c;

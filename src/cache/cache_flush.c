@@ -416,6 +416,13 @@ int rk_cache_attach(struct rk_cache *c, const char *path, uint32_t file_flags, c
         rk_set_err(err, errlen, "cache device %s: %s", path, strerror(-r));
         goto out;
     }
+    if (cdev->block_size > c->dev->block_size) {
+        rk_set_err(err, errlen, "cache device %s has %u-byte blocks, the volume serves %u", path,
+                   cdev->block_size, c->dev->block_size);
+        rk_dev_close(cdev);
+        r = -EINVAL;
+        goto out;
+    }
     pthread_rwlock_wrlock(&c->rw);
     r = cache_load(c, cdev, path, true, err, errlen);
     if (r)
