@@ -243,23 +243,49 @@ static int pair_cmp(const void *a, const void *b)
     return x->bblock < y->bblock ? -1 : x->bblock > y->bblock;
 }
 
+/* Keep the k smallest bblocks seen in a max-heap h of n <= k pairs. */
+static void heap_offer(struct dirty_pair *h, size_t *n, size_t k, struct dirty_pair p)
+{
+    size_t i;
+    if (*n < k) {
+        for (i = (*n)++; i > 0 && h[(i - 1) / 2].bblock < p.bblock; i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = p;
+        return;
+    }
+    if (p.bblock >= h[0].bblock)
+        return;
+    for (i = 0;;) { /* replace the root, sift down */
+        size_t c = 2 * i + 1;
+        if (c >= k)
+            break;
+        if (c + 1 < k && h[c + 1].bblock > h[c].bblock)
+            c++;
+        if (h[c].bblock <= p.bblock)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = p;
+}
+
 size_t rk_cache_meta_dirty_scan(struct rk_cache_meta *m, uint64_t from_bblock, size_t max,
                                 void (*fn)(void *ctx, uint64_t cblock, uint64_t bblock), void *ctx)
 {
     pthread_mutex_lock(&m->lock);
     size_t n = 0, cap = m->ndirty;
+    if (max && max < cap)
+        cap = max;
     struct dirty_pair *v = cap ? malloc(cap * sizeof(*v)) : NULL;
-    for (uint64_t c = 0; v && c < m->sb.nblocks && n < cap; c++) {
+    for (uint64_t c = 0; v && c < m->sb.nblocks; c++) {
         uint64_t e = m->ent[c];
         if ((e & RKC_E_DIRTY) && (e & RKC_E_BBLOCK) >= from_bblock)
-            v[n++] = (struct dirty_pair){e & RKC_E_BBLOCK, c};
+            heap_offer(v, &n, cap, (struct dirty_pair){e & RKC_E_BBLOCK, c});
     }
     pthread_mutex_unlock(&m->lock);
     if (!v)
         return 0;
     qsort(v, n, sizeof(*v), pair_cmp);
-    if (max && n > max)
-        n = max;
     for (size_t i = 0; i < n; i++)
         fn(ctx, v[i].cblock, v[i].bblock);
     free(v);
