@@ -107,6 +107,11 @@ struct rk_cache_meta {
 };
 
 /* ---- meta_sb.c: codecs and layout ---- */
+/* Page-aligned buffer of len bytes straight from mmap (checkpoint snapshots, the journal read at
+ * open), so its memory goes back to the system at once instead of staying in the heap. NULL on
+ * ENOMEM; free with rkc_big_free(p, len). */
+void *rkc_big_alloc(size_t len);
+void rkc_big_free(void *p, size_t len);
 void rkc_sb_encode(const struct rkc_sb *sb, uint8_t *out);
 /* 0, -ENODATA (no cache magic), -EPROTONOSUPPORT, -EBADMSG (crc) or -EINVAL (field) with err. */
 int rkc_sb_decode(const uint8_t *buf, struct rkc_sb *sb, char *err, size_t errlen);

@@ -194,7 +194,7 @@ static int jr_check_tail(const struct rk_cache_meta *m, const uint8_t *j, uint64
 
 int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *err, size_t errlen)
 {
-    uint8_t *j = rk_buf_alloc(m->sb.journal_size);
+    uint8_t *j = rkc_big_alloc(m->sb.journal_size);
     if (!j) {
         rk_set_err(err, errlen, "out of memory reading the journal");
         return -ENOMEM;
@@ -202,7 +202,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
     int r = rk_dev_read(m->dev, j, m->sb.journal_size, m->sb.journal_off);
     if (r) {
         rk_set_err(err, errlen, "cannot read the journal: %s", strerror(-r));
-        free(j);
+        rkc_big_free(j, m->sb.journal_size);
         return r;
     }
     uint64_t maxseq = 0, s = ck->next_seq, k = 0, staged = 0;
@@ -215,7 +215,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
                    "the journal follows a newer checkpoint (sequence %llu > %llu) that is "
                    "damaged",
                    (unsigned long long)h.seq, (unsigned long long)s);
-        free(j);
+        rkc_big_free(j, m->sb.journal_size);
         return -EBADMSG;
     }
     for (; k < m->jblocks && !r; k++, s++) {
@@ -230,7 +230,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
     }
     if (!r && k < m->jblocks)
         r = jr_check_tail(m, j, k, s, err, errlen);
-    free(j);
+    rkc_big_free(j, m->sb.journal_size);
     if (r)
         return r;
     m->jpos = staged;
