@@ -14,6 +14,21 @@
 
 static const char *const slot_name[2] = {"A", "B"};
 
+int rkc_journal_epoch(struct rk_cache_meta *m)
+{
+    uint8_t *buf = rk_buf_alloc(RKC_BLK);
+    if (!buf)
+        return -ENOMEM;
+    struct rkc_jb h = {.instance = m->sb.instance,
+                       .seq = m->next_seq,
+                       .commit_first = m->next_seq,
+                       .flags = RKC_JB_END};
+    rkc_jb_encode(&h, NULL, buf);
+    int r = rk_dev_write(m->dev, buf, RKC_BLK, m->sb.journal_off, RK_WRITE_FUA);
+    free(buf);
+    return r;
+}
+
 int rkc_ckpt_write_locked(struct rk_cache_meta *m)
 {
     uint64_t size = m->sb.ckpt_size, n = m->sb.nblocks;

@@ -143,6 +143,25 @@ bad:
     return -EINVAL;
 }
 
+void rkc_queue(struct rk_cache_meta *m, enum rkc_op op, uint64_t cblock, uint64_t arg)
+{
+    m->queued++; /* counted even when it cannot be kept: the commit then fails */
+    if (m->npend == m->pend_cap) {
+        size_t cap = m->pend_cap ? 2 * m->pend_cap : 256;
+        uint64_t *p = realloc(m->pend, cap * 2 * sizeof(*p));
+        if (!p) {
+            /* Cannot remember the change: the metadata can no longer be made durable. */
+            m->failed = m->failed ? m->failed : -ENOMEM;
+            return;
+        }
+        m->pend = p;
+        m->pend_cap = cap;
+    }
+    m->pend[2 * m->npend] = ((uint64_t)op << 56) | cblock;
+    m->pend[2 * m->npend + 1] = arg;
+    m->npend++;
+}
+
 /* ---- the public index calls (meta.h) ---- */
 
 int rk_cache_meta_lookup(struct rk_cache_meta *m, uint64_t bblock, uint64_t *cblock, bool *dirty)
