@@ -280,10 +280,10 @@ int rk_cache_meta_close(struct rk_cache_meta *m)
             m->committing = true;
             r = rkc_ckpt_write_locked(m);
             m->committing = false;
+            if (r)
+                rk_err("cache %s: final checkpoint failed: %s", m->name, strerror(-r));
         }
         pthread_mutex_unlock(&m->lock);
-        if (r)
-            rk_err("cache %s: final checkpoint failed: %s", m->name, strerror(-r));
     }
     meta_free(m);
     return r;

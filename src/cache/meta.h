@@ -91,8 +91,11 @@ void rk_cache_meta_unmap(struct rk_cache_meta *m, uint64_t cblock);
 /* Makes every change queued before the call durable; 0 or negative errno (device failed). */
 int rk_cache_meta_commit(struct rk_cache_meta *m);
 
-/* Calls fn(ctx, cblock, bblock) for every dirty block in ascending bblock order, up to max
- * blocks (0 = all); returns how many were visited. Used by the flusher. */
+/* Calls fn(ctx, cblock, bblock) for every dirty block with bblock >= from_bblock in ascending
+ * bblock order, up to max blocks (0 = all); returns how many were visited. Used by the flusher.
+ * Cost: one pass over the index under its lock (8 bytes per cache block read; about 15 ms per
+ * TiB of cache at 64 KiB blocks), then fn is called without the lock (it may call any meta
+ * function; the dirty state may have changed since the scan). */
 size_t rk_cache_meta_dirty_scan(struct rk_cache_meta *m, uint64_t from_bblock, size_t max,
                                 void (*fn)(void *ctx, uint64_t cblock, uint64_t bblock), void *ctx);
 

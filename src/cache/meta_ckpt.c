@@ -14,13 +14,27 @@
 
 static const char *const slot_name[2] = {"A", "B"};
 
+int rkc_journal_epoch(struct rk_cache_meta *m)
+{
+    uint8_t *buf = rk_buf_alloc(RKC_BLK);
+    if (!buf)
+        return -ENOMEM;
+    struct rkc_jb h = {.instance = m->sb.instance,
+                       .seq = m->next_seq,
+                       .commit_first = m->next_seq,
+                       .flags = RKC_JB_END};
+    rkc_jb_encode(&h, NULL, buf);
+    int r = rk_dev_write(m->dev, buf, RKC_BLK, m->sb.journal_off, RK_WRITE_FUA);
+    free(buf);
+    return r;
+}
+
 int rkc_ckpt_write_locked(struct rk_cache_meta *m)
 {
     uint64_t size = m->sb.ckpt_size, n = m->sb.nblocks;
-    uint8_t *buf = rk_buf_alloc(size);
+    uint8_t *buf = rkc_big_alloc(size); /* zero filled */
     if (!buf)
         return -ENOMEM;
-    memset(buf + RKC_BLK + n * 8, 0, size - RKC_BLK - n * 8);
     for (uint64_t c = 0; c < n; c++)
         rk_put_le64(buf + RKC_BLK + c * 8, m->ent[c] & RKC_E_DISK);
     int slot = 1 - m->ck_slot;
@@ -40,7 +54,7 @@ int rkc_ckpt_write_locked(struct rk_cache_meta *m)
         r = rk_dev_flush(m->dev);
     if (!r)
         r = rkc_journal_epoch(m);
-    free(buf);
+    rkc_big_free(buf, size);
     pthread_mutex_lock(&m->lock);
     if (r)
         return r;
@@ -81,7 +95,7 @@ static int ck_payload(struct rk_cache_meta *m, int s, const struct rkc_ck *ck, c
                       size_t len)
 {
     uint64_t size = m->sb.ckpt_size - RKC_BLK;
-    uint8_t *p = rk_buf_alloc(size);
+    uint8_t *p = rkc_big_alloc(size);
     if (!p) {
         rk_set_err(why, len, "out of memory");
         return -ENOMEM;
@@ -108,7 +122,7 @@ static int ck_payload(struct rk_cache_meta *m, int s, const struct rkc_ck *ck, c
             r = -EBADMSG;
         }
     }
-    free(p);
+    rkc_big_free(p, size);
     return r;
 }
 

@@ -143,6 +143,25 @@ bad:
     return -EINVAL;
 }
 
+void rkc_queue(struct rk_cache_meta *m, enum rkc_op op, uint64_t cblock, uint64_t arg)
+{
+    m->queued++; /* counted even when it cannot be kept: the commit then fails */
+    if (m->npend == m->pend_cap) {
+        size_t cap = m->pend_cap ? 2 * m->pend_cap : 256;
+        uint64_t *p = realloc(m->pend, cap * 2 * sizeof(*p));
+        if (!p) {
+            /* Cannot remember the change: the metadata can no longer be made durable. */
+            m->failed = m->failed ? m->failed : -ENOMEM;
+            return;
+        }
+        m->pend = p;
+        m->pend_cap = cap;
+    }
+    m->pend[2 * m->npend] = ((uint64_t)op << 56) | cblock;
+    m->pend[2 * m->npend + 1] = arg;
+    m->npend++;
+}
+
 /* ---- the public index calls (meta.h) ---- */
 
 int rk_cache_meta_lookup(struct rk_cache_meta *m, uint64_t bblock, uint64_t *cblock, bool *dirty)
@@ -243,23 +262,49 @@ static int pair_cmp(const void *a, const void *b)
     return x->bblock < y->bblock ? -1 : x->bblock > y->bblock;
 }
 
+/* Keep the k smallest bblocks seen in a max-heap h of n <= k pairs. */
+static void heap_offer(struct dirty_pair *h, size_t *n, size_t k, struct dirty_pair p)
+{
+    size_t i;
+    if (*n < k) {
+        for (i = (*n)++; i > 0 && h[(i - 1) / 2].bblock < p.bblock; i = (i - 1) / 2)
+            h[i] = h[(i - 1) / 2];
+        h[i] = p;
+        return;
+    }
+    if (p.bblock >= h[0].bblock)
+        return;
+    for (i = 0;;) { /* replace the root, sift down */
+        size_t c = 2 * i + 1;
+        if (c >= k)
+            break;
+        if (c + 1 < k && h[c + 1].bblock > h[c].bblock)
+            c++;
+        if (h[c].bblock <= p.bblock)
+            break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = p;
+}
+
 size_t rk_cache_meta_dirty_scan(struct rk_cache_meta *m, uint64_t from_bblock, size_t max,
                                 void (*fn)(void *ctx, uint64_t cblock, uint64_t bblock), void *ctx)
 {
     pthread_mutex_lock(&m->lock);
     size_t n = 0, cap = m->ndirty;
+    if (max && max < cap)
+        cap = max;
     struct dirty_pair *v = cap ? malloc(cap * sizeof(*v)) : NULL;
-    for (uint64_t c = 0; v && c < m->sb.nblocks && n < cap; c++) {
+    for (uint64_t c = 0; v && c < m->sb.nblocks; c++) {
         uint64_t e = m->ent[c];
         if ((e & RKC_E_DIRTY) && (e & RKC_E_BBLOCK) >= from_bblock)
-            v[n++] = (struct dirty_pair){e & RKC_E_BBLOCK, c};
+            heap_offer(v, &n, cap, (struct dirty_pair){e & RKC_E_BBLOCK, c});
     }
     pthread_mutex_unlock(&m->lock);
     if (!v)
         return 0;
     qsort(v, n, sizeof(*v), pair_cmp);
-    if (max && n > max)
-        n = max;
     for (size_t i = 0; i < n; i++)
         fn(ctx, v[i].cblock, v[i].bblock);
     free(v);

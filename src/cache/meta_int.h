@@ -2,8 +2,10 @@
  * device"): the on-disk codecs, the in-memory index and the journal/checkpoint writers.
  *
  * Files: meta_sb.c (superblock, checkpoint header and journal block codecs, layout),
- * meta_index.c (index, free list, the public index calls), meta_journal.c (commit, replay),
- * meta_ckpt.c (checkpoint write and load), meta.c (format, open, close, accessors).
+ * meta_index.c (index, free list, record queue, the public index calls), meta_journal.c
+ * (commit, replay), meta_ckpt.c (checkpoint write and load, journal epoch start), meta.c
+ * (format, open, close, accessors), meta_bind.c (binding check). File calls go one way:
+ * meta -> journal -> ckpt -> index, sb (scripts/callgraph.sh build src/cache: no cycle).
  * Lock: m->lock guards every field below except the constants (sb, dev, name, readonly); it is a
  * leaf (never held across device I/O; the committer drops it around its writes).
  */
@@ -107,6 +109,11 @@ struct rk_cache_meta {
 };
 
 /* ---- meta_sb.c: codecs and layout ---- */
+/* Page-aligned buffer of len bytes straight from mmap (checkpoint snapshots, the journal read at
+ * open), so its memory goes back to the system at once instead of staying in the heap. NULL on
+ * ENOMEM; free with rkc_big_free(p, len). */
+void *rkc_big_alloc(size_t len);
+void rkc_big_free(void *p, size_t len);
 void rkc_sb_encode(const struct rkc_sb *sb, uint8_t *out);
 /* 0, -ENODATA (no cache magic), -EPROTONOSUPPORT, -EBADMSG (crc) or -EINVAL (field) with err. */
 int rkc_sb_decode(const uint8_t *buf, struct rkc_sb *sb, char *err, size_t errlen);
@@ -134,20 +141,20 @@ int rkc_index_apply(struct rk_cache_meta *m, uint64_t w0, uint64_t w1, char *err
 void rkc_index_build_free(struct rk_cache_meta *m);
 /* Push cblock (unmapped) on the free list. Lock held. */
 void rkc_free_push(struct rk_cache_meta *m, uint32_t c);
+/* Queue one journal record (taken by the next commit round). Lock held. */
+void rkc_queue(struct rk_cache_meta *m, enum rkc_op op, uint64_t cblock, uint64_t arg);
 
 /* ---- meta_journal.c ---- */
 /* Replay the journal after checkpoint ck; sets m->next_seq past every sequence seen on disk.
  * 0 or -EBADMSG/-EINVAL/-EIO with err. */
 int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *err, size_t errlen);
-/* Write block 0 of a new journal epoch (no records, seq m->next_seq) with FUA. Lock not held. */
-int rkc_journal_epoch(struct rk_cache_meta *m);
-/* Queue one record. Lock held. */
-void rkc_queue(struct rk_cache_meta *m, enum rkc_op op, uint64_t cblock, uint64_t arg);
 
 /* ---- meta_ckpt.c ---- */
 /* Write a checkpoint of the current index to the other slot, then start a new journal epoch.
  * Called with the lock held and m->committing owned; drops the lock around the I/O. */
 int rkc_ckpt_write_locked(struct rk_cache_meta *m);
+/* Write block 0 of a new journal epoch (no records, seq m->next_seq) with FUA. Lock not held. */
+int rkc_journal_epoch(struct rk_cache_meta *m);
 /* Load the newest valid checkpoint into the (empty) index: 0 with *ck, or -EBADMSG/-EIO with
  * err naming both slots. */
 int rkc_ckpt_load(struct rk_cache_meta *m, struct rkc_ck *ck, char *err, size_t errlen);

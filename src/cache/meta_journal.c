@@ -14,25 +14,6 @@
 #include "cache/meta_int.h"
 #include "core/util.h"
 
-void rkc_queue(struct rk_cache_meta *m, enum rkc_op op, uint64_t cblock, uint64_t arg)
-{
-    m->queued++; /* counted even when it cannot be kept: the commit then fails */
-    if (m->npend == m->pend_cap) {
-        size_t cap = m->pend_cap ? 2 * m->pend_cap : 256;
-        uint64_t *p = realloc(m->pend, cap * 2 * sizeof(*p));
-        if (!p) {
-            /* Cannot remember the change: the metadata can no longer be made durable. */
-            m->failed = m->failed ? m->failed : -ENOMEM;
-            return;
-        }
-        m->pend = p;
-        m->pend_cap = cap;
-    }
-    m->pend[2 * m->npend] = ((uint64_t)op << 56) | cblock;
-    m->pend[2 * m->npend + 1] = arg;
-    m->npend++;
-}
-
 /* Write nb journal blocks holding n records rec at the current position (lock held on entry
  * and exit, dropped around the write). */
 static int jr_write(struct rk_cache_meta *m, const uint64_t *rec, size_t n, uint64_t nb)
@@ -127,27 +108,6 @@ int rk_cache_meta_commit(struct rk_cache_meta *m)
     return r;
 }
 
-int rkc_journal_epoch(struct rk_cache_meta *m)
-{
-    uint8_t *buf = rk_buf_alloc(RKC_BLK);
-    if (!buf)
-        return -ENOMEM;
-    struct rkc_jb h = {.instance = m->sb.instance,
-                       .seq = m->next_seq,
-                       .commit_first = m->next_seq,
-                       .flags = RKC_JB_END};
-    rkc_jb_encode(&h, NULL, buf);
-    int r = rk_dev_write(m->dev, buf, RKC_BLK, m->sb.journal_off, RK_WRITE_FUA);
-    free(buf);
-    return r;
-}
-
-/* Replay state: the journal read whole, the records of the commit being collected. */
-struct replay {
-    const uint8_t *j;
-    uint64_t staged_from; /* block index of the first block of the unfinished commit */
-};
-
 /* True when block i is an intact block of this instance (whatever its sequence). */
 static bool jr_block(const struct rk_cache_meta *m, const uint8_t *j, uint64_t i, struct rkc_jb *h)
 {
@@ -194,7 +154,7 @@ static int jr_check_tail(const struct rk_cache_meta *m, const uint8_t *j, uint64
 
 int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *err, size_t errlen)
 {
-    uint8_t *j = rk_buf_alloc(m->sb.journal_size);
+    uint8_t *j = rkc_big_alloc(m->sb.journal_size);
     if (!j) {
         rk_set_err(err, errlen, "out of memory reading the journal");
         return -ENOMEM;
@@ -202,7 +162,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
     int r = rk_dev_read(m->dev, j, m->sb.journal_size, m->sb.journal_off);
     if (r) {
         rk_set_err(err, errlen, "cannot read the journal: %s", strerror(-r));
-        free(j);
+        rkc_big_free(j, m->sb.journal_size);
         return r;
     }
     uint64_t maxseq = 0, s = ck->next_seq, k = 0, staged = 0;
@@ -215,7 +175,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
                    "the journal follows a newer checkpoint (sequence %llu > %llu) that is "
                    "damaged",
                    (unsigned long long)h.seq, (unsigned long long)s);
-        free(j);
+        rkc_big_free(j, m->sb.journal_size);
         return -EBADMSG;
     }
     for (; k < m->jblocks && !r; k++, s++) {
@@ -230,7 +190,7 @@ int rkc_journal_replay(struct rk_cache_meta *m, const struct rkc_ck *ck, char *e
     }
     if (!r && k < m->jblocks)
         r = jr_check_tail(m, j, k, s, err, errlen);
-    free(j);
+    rkc_big_free(j, m->sb.journal_size);
     if (r)
         return r;
     m->jpos = staged;

@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "cache/meta_int.h"
 #include "core/util.h"
@@ -282,4 +283,16 @@ int rkc_layout(struct rkc_sb *sb, uint64_t dev_size, uint64_t journal_size, char
     sb->nblocks = n;
     sb->data_off = layout_data_off(sb, n, journal_size);
     return 0;
+}
+
+void *rkc_big_alloc(size_t len)
+{
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void rkc_big_free(void *p, size_t len)
+{
+    if (p)
+        munmap(p, len);
 }

@@ -134,5 +134,11 @@ grep -q "dirty" "$T/err" || rk_fail "dirty rebind: message $(cat "$T/err")"
 [ "$before" = "$(rk_sums "${A[@]}" "$T/ssd3")" ] || rk_fail "refused dirty rebind wrote something"
 "$RAIDKIT" cache create --mode writeback --force "$T/ssd3" "${A[@]}" >/dev/null 2>&1 || rk_fail "forced dirty rebind failed"
 
+# A damaged cache is listed as refused by info, with the reason, and nothing is trusted.
+printf '\x01' | dd of="$T/ssd2" bs=1 seek=200 conv=notrunc status=none
+"$RAIDKIT" info "$T/ssd2" >"$T/d.txt" 2>&1 || true
+grep -q "refused: cache device $T/ssd2: cache superblock checksum mismatch" "$T/d.txt" ||
+    rk_fail "damaged cache: $(cat "$T/d.txt")"
+
 [ "$nfail" -eq 0 ] || rk_fail "$nfail check(s) failed"
 echo "cache_create: ok"
