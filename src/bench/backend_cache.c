@@ -304,6 +304,7 @@ static int cache_hits(const struct run_target *t, uint64_t c[4])
 
 const struct bench_backend bench_backend_cache = {
     .kind = "cache",
+    .own_models = true,
     .names = "cache-writethrough, cache-writeback, cache-writearound, cache-none, cache-ssd, "
              "cache-hdd",
     .describe = cache_describe,

@@ -247,7 +247,8 @@ static void run_one_config(struct run_ctx *x, int c, bool again)
         run_eta_plan(x, NULL, -rep->min_trials);
     } else {
         if (!be->modelled && !be->ceiling && x->have_emul)
-            snprintf(bc->note, sizeof(bc->note), "plain file, not modelled");
+            snprintf(bc->note, sizeof(bc->note), "%s",
+                     be->own_models ? "its own models, not --model's" : "plain file, not modelled");
         fprintf(stderr, "[bench] %s: up (%s)\n", bc->name, t.uri[0] ? t.uri : t.filename);
         run_config_jobs(x, c, be, &t, again ? rep->min_trials : 0);
     }

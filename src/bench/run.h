@@ -52,6 +52,7 @@ struct bench_backend {
     const char *names; /* the --configs names it takes, for the error message */
     bool modelled;     /* its members are wrapped in the --model device model */
     bool ceiling;      /* the harness ceiling: measured first and again last */
+    bool own_models;   /* its configurations carry their own device models (not --model's) */
     /* If name is one of this back-end's configurations, fill bc's label, level and members
      * (members: the --members value) and return true. */
     bool (*describe)(struct bench_config *bc, const char *name, int members);

@@ -41,6 +41,7 @@ static void test_describe_and_modes(void **state)
     assert_non_null(be->hits);
     assert_null(be->counts); /* its models are its own, not --model's */
     assert_false(be->modelled);
+    assert_true(be->own_models);
 }
 
 static void test_serve_argv(void **state)
