@@ -192,32 +192,6 @@ static int cio_read_locked(struct rk_cache *c, void *buf, uint64_t len, uint64_t
     return 0;
 }
 
-static int cio_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
-{
-    struct rk_cache *c = dev->priv;
-    pthread_rwlock_rdlock(&c->rw);
-    int r;
-    if (c->lost) {
-        r = -EIO;
-    } else if (!c->meta) {
-        r = rk_dev_read(c->backing, buf, len, off);
-    } else {
-        cache_lock_range(c, off, len);
-        r = cio_read_locked(c, buf, len, off);
-        cache_unlock_range(c, off, len);
-    }
-    pthread_rwlock_unlock(&c->rw);
-    return r;
-}
-
-/* What a write does to one block. */
-enum cio_act {
-    CIO_BACKING,     /* backing only (bypass, miss not cached) */
-    CIO_INVALIDATE,  /* backing, then the clean cached copy is dropped */
-    CIO_CACHE_DIRTY, /* cache only, block dirty (writeback; or a block dirty already) */
-    CIO_CACHE_BOTH,  /* backing and cache, block stays clean (writethrough) */
-};
-
 /* State of one write request. */
 struct cio_wr {
     const char *buf;
@@ -415,25 +389,6 @@ static int cio_write_locked(struct rk_cache *c, const void *buf, uint64_t len, u
     return r;
 }
 
-static int cio_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
-                     uint32_t flags)
-{
-    struct rk_cache *c = dev->priv;
-    pthread_rwlock_rdlock(&c->rw);
-    int r;
-    if (c->lost) {
-        r = -EIO;
-    } else if (!c->meta) {
-        r = rk_dev_write(c->backing, buf, len, off, flags);
-    } else {
-        cache_lock_range(c, off, len);
-        r = cio_write_locked(c, buf, len, off, flags);
-        cache_unlock_range(c, off, len);
-    }
-    pthread_rwlock_unlock(&c->rw);
-    return r;
-}
-
 /* Discard / write-zeroes: clean copies in the range are dropped, dirty blocks get zeros in
  * place (a dirty block is only ever cleaned by the flusher), then the backing does the op. */
 static int cio_zero_locked(struct rk_cache *c, bool discard, uint64_t len, uint64_t off,
@@ -482,7 +437,32 @@ static int cio_zero_locked(struct rk_cache *c, bool discard, uint64_t len, uint6
     return r;
 }
 
-static int cio_zero(struct rk_dev *dev, bool discard, uint64_t len, uint64_t off, uint32_t flags)
+/* One request of the layer. */
+struct cio_req {
+    enum rk_op op; /* READ, WRITE, DISCARD or WRITE_ZEROES */
+    void *buf;
+    uint64_t len, off;
+    uint32_t flags;
+};
+
+/* The request straight to the backing (no cache attached). */
+static int cio_backing(struct rk_cache *c, const struct cio_req *q)
+{
+    switch (q->op) {
+    case RK_OP_READ:
+        return rk_dev_read(c->backing, q->buf, q->len, q->off);
+    case RK_OP_WRITE:
+        return rk_dev_write(c->backing, q->buf, q->len, q->off, q->flags);
+    case RK_OP_DISCARD:
+        return rk_dev_discard(c->backing, q->len, q->off);
+    default:
+        return rk_dev_write_zeroes(c->backing, q->len, q->off, q->flags);
+    }
+}
+
+/* Every request: the metadata instance held (c->rw), EIO while it is lost, passthrough when
+ * detached, else the op with the stripes of its cache blocks held. */
+static int cio_run(struct rk_dev *dev, struct cio_req q)
 {
     struct rk_cache *c = dev->priv;
     pthread_rwlock_rdlock(&c->rw);
@@ -490,25 +470,43 @@ static int cio_zero(struct rk_dev *dev, bool discard, uint64_t len, uint64_t off
     if (c->lost) {
         r = -EIO;
     } else if (!c->meta) {
-        r = discard ? rk_dev_discard(c->backing, len, off)
-                    : rk_dev_write_zeroes(c->backing, len, off, flags);
+        r = cio_backing(c, &q);
     } else {
-        cache_lock_range(c, off, len);
-        r = cio_zero_locked(c, discard, len, off, flags);
-        cache_unlock_range(c, off, len);
+        cache_lock_range(c, q.off, q.len);
+        if (q.op == RK_OP_READ)
+            r = cio_read_locked(c, q.buf, q.len, q.off);
+        else if (q.op == RK_OP_WRITE)
+            r = cio_write_locked(c, q.buf, q.len, q.off, q.flags);
+        else
+            r = cio_zero_locked(c, q.op == RK_OP_DISCARD, q.len, q.off, q.flags);
+        cache_unlock_range(c, q.off, q.len);
     }
     pthread_rwlock_unlock(&c->rw);
     return r;
 }
 
+static int cio_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+    return cio_run(dev, (struct cio_req){.op = RK_OP_READ, .buf = buf, .len = len, .off = off});
+}
+
+static int cio_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
+                     uint32_t flags)
+{
+    return cio_run(
+        dev, (struct cio_req){
+                 .op = RK_OP_WRITE, .buf = (void *)buf, .len = len, .off = off, .flags = flags});
+}
+
 static int cio_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
-    return cio_zero(dev, true, len, off, 0);
+    return cio_run(dev, (struct cio_req){.op = RK_OP_DISCARD, .len = len, .off = off});
 }
 
 static int cio_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
-    return cio_zero(dev, false, len, off, flags);
+    return cio_run(
+        dev, (struct cio_req){.op = RK_OP_WRITE_ZEROES, .len = len, .off = off, .flags = flags});
 }
 
 /* FLUSH: cache data durable -> metadata (maps, dirty bits, invalidations) durable -> backing

@@ -1,6 +1,7 @@
 /* `raidkit cache mode|detach|attach|fault` (docs/CLI.md "cache"): online requests to a served
  * volume's control socket (dispatched by cmd_cache.c), and the cache lines of `raidkit status`. */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "cache/meta.h"
 #include "cli/cli.h"
 
 static const char online_usage[] =
@@ -86,30 +88,45 @@ static int cache_call(const char *sub, const char *control, const char *key, con
     return r;
 }
 
-int cli_cache_mode(int argc, char **argv)
+/* An online subcommand with no argument (key NULL) or one sent as key; check (optional)
+ * refuses a bad argument with a usage error first. */
+static int cache_simple(const char *sub, const char *key, int argc, char **argv,
+                        bool (*check)(const char *arg))
 {
-    const char *control, *mode;
-    int r = cache_online_args("mode", 1, argc, argv, &control, &mode);
+    const char *control, *arg;
+    int r = cache_online_args(sub, key ? 1 : 0, argc, argv, &control, &arg);
     if (r)
         return r < 0 ? CLI_EXIT_OK : r;
-    if (strcmp(mode, "writethrough") && strcmp(mode, "writeback") && strcmp(mode, "writearound") &&
-        strcmp(mode, "none")) {
-        fprintf(stderr,
-                "raidkit cache mode: bad mode '%s' (writethrough, writeback, "
-                "writearound, none)\n",
-                mode);
+    if (check && !check(arg))
         return CLI_EXIT_USAGE;
-    }
-    return cache_call("mode", control, "mode", mode);
+    return cache_call(sub, control, key, arg);
+}
+
+static bool cache_mode_ok(const char *mode)
+{
+    enum rk_cache_mode m;
+    if (!rk_cache_mode_parse(mode, &m))
+        return true;
+    fprintf(stderr,
+            "raidkit cache mode: bad mode '%s' (writethrough, writeback, writearound, "
+            "none)\n",
+            mode);
+    return false;
+}
+
+int cli_cache_mode(int argc, char **argv)
+{
+    return cache_simple("mode", "mode", argc, argv, cache_mode_ok);
 }
 
 int cli_cache_detach(int argc, char **argv)
 {
-    const char *control, *unused;
-    int r = cache_online_args("detach", 0, argc, argv, &control, &unused);
-    if (r)
-        return r < 0 ? CLI_EXIT_OK : r;
-    return cache_call("detach", control, NULL, NULL);
+    return cache_simple("detach", NULL, argc, argv, NULL);
+}
+
+int cli_cache_fault(int argc, char **argv)
+{
+    return cache_simple("fault", "spec", argc, argv, NULL);
 }
 
 int cli_cache_attach(int argc, char **argv)
@@ -124,15 +141,6 @@ int cli_cache_attach(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     return cache_call("attach", control, "device", abs);
-}
-
-int cli_cache_fault(int argc, char **argv)
-{
-    const char *control, *spec;
-    int r = cache_online_args("fault", 1, argc, argv, &control, &spec);
-    if (r)
-        return r < 0 ? CLI_EXIT_OK : r;
-    return cache_call("fault", control, "spec", spec);
 }
 
 static double cache_num(const cJSON *o, const char *key)

@@ -24,11 +24,7 @@ rk_serve --control "$CTL" --cache "$C" --debug-fault "all:keep=none,on-cut=hang"
 ca_py fill "$RK_URI" 0 $((4 * MiB)) 0xbb || rk_fail "write 0xbb"
 [ "$(ca_q "c['dirty_bytes'] >= 4 * 1024 * 1024")" = True ] || rk_fail "not dirty: $(cat "$T/st.json")"
 ca_fault "cut-after=0"
-timeout 20 "$RK_PY" "$T/ca.py" fill "$RK_URI" $((8 * MiB)) 4096 0xcc >/dev/null 2>&1 &
-client=$!
-ca_kill_after_cut
-kill "$client" 2>/dev/null
-wait "$client" 2>/dev/null
+ca_cut_client fill "$RK_URI" $((8 * MiB)) 4096 0xcc
 rk_log "power cut after the FLUSH"
 
 rk_serve --control "$CTL" --cache "$C" "${M[@]}"

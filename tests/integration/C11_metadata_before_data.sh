@@ -22,11 +22,7 @@ for ((seed = first; seed < first + ${C11_CYCLES:-4}; seed++)); do
     cut=$((RANDOM % 400 + 20))
     rm -f "$T/rec"
     rk_serve --cache "$C" --debug-fault "all:cut-after=$cut,keep=random,seed=$seed,on-cut=hang" "${M[@]}"
-    timeout 60 "$RK_PY" "$T/ca.py" c11 "$RK_URI" "$T/rec" 1500 >/dev/null 2>&1 &
-    client=$!
-    ca_kill_after_cut
-    kill "$client" 2>/dev/null
-    wait "$client" 2>/dev/null
+    ca_cut_client c11 "$RK_URI" "$T/rec" 1500
     touch "$T/rec"
     rk_serve --control "$CTL" --cache "$C" "${M[@]}"
     out=$(ca_py c11check "$RK_URI" "$T/rec") || rk_fail "seed $seed (cut after $cut): $out"

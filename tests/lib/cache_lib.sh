@@ -113,8 +113,19 @@ PY
 }
 ca_py() { "$RK_PY" "$T/ca.py" "$@"; }
 
-# ca_kill: SIGKILL the server (and its timeout wrapper) once its log says the power cut is complete
-# (10 s at most).
+# ca_cut_client CA_PY_ARGS...: run the client (ca_py ARGS) in the background until the power cut
+# of the running server is complete, then SIGKILL the server and stop the client.
+ca_cut_client()
+{
+    timeout 60 "$RK_PY" "$T/ca.py" "$@" >/dev/null 2>&1 &
+    local client=$!
+    ca_kill_after_cut
+    kill "$client" 2>/dev/null
+    wait "$client" 2>/dev/null
+}
+
+# ca_kill_after_cut: SIGKILL the server (and its timeout wrapper) once its log says the power cut
+# is complete (10 s at most).
 ca_kill_after_cut()
 {
     local i
