@@ -42,14 +42,20 @@ struct cio_blk {
     uint64_t boff; /* offset in the request */
 };
 
-static void cio_blk_at(const struct rk_cache *c, uint64_t off, uint64_t len, uint64_t pos,
-                       struct cio_blk *k)
+/* Iterate over the cache blocks of [off, off + len): false at the end, else *k is the part at
+ * request offset *pos, and *pos moves past it. */
+static bool cio_next(const struct rk_cache *c, uint64_t off, uint64_t len, uint64_t *pos,
+                     struct cio_blk *k)
 {
-    uint64_t a = off + pos;
+    if (*pos >= len)
+        return false;
+    uint64_t a = off + *pos;
     k->b = a / c->bs;
     k->in = a % c->bs;
-    k->n = c->bs - k->in < len - pos ? c->bs - k->in : len - pos;
-    k->boff = pos;
+    k->n = c->bs - k->in < len - *pos ? c->bs - k->in : len - *pos;
+    k->boff = *pos;
+    *pos += k->n;
+    return true;
 }
 
 /* Lookup of k's block under c->lock: true with *cb, *dirty when mapped. */
@@ -72,10 +78,8 @@ static bool cio_whole(const struct rk_cache *c, uint64_t b)
 static void cio_read_fill(struct rk_cache *c, void *buf, uint64_t len, uint64_t off)
 {
     void *bounce = NULL;
-    for (uint64_t pos = 0; pos < len;) {
-        struct cio_blk k;
-        cio_blk_at(c, off, len, pos, &k);
-        pos += k.n;
+    struct cio_blk k;
+    for (uint64_t pos = 0; cio_next(c, off, len, &pos, &k);) {
         uint64_t cb;
         bool d;
         if (cio_lookup(c, k.b, &cb, &d) || !cio_whole(c, k.b))
@@ -125,10 +129,8 @@ static int cio_read_locked(struct rk_cache *c, void *buf, uint64_t len, uint64_t
     bool failed = atomic_load(&c->state) == RK_CACHE_STATE_FAILED;
     int mode = atomic_load(&c->mode);
     uint64_t run = 0, run_len = 0, misses = 0;
-    for (uint64_t pos = 0; pos < len;) {
-        struct cio_blk k;
-        cio_blk_at(c, off, len, pos, &k);
-        pos += k.n;
+    struct cio_blk k;
+    for (uint64_t pos = 0; cio_next(c, off, len, &pos, &k);) {
         uint64_t cb;
         bool dirty = false;
         bool hit = cio_lookup(c, k.b, &cb, &dirty);
@@ -361,10 +363,8 @@ static int cio_write_locked(struct rk_cache *c, const void *buf, uint64_t len, u
     /* A failed cache with dirty blocks in the range: nothing is written (the dirty data would
      * be shadowed or half-overwritten). */
     if (w.reason == RK_CACHE_BYPASS_FAILED) {
-        for (uint64_t pos = 0; pos < len;) {
-            struct cio_blk k;
-            cio_blk_at(c, off, len, pos, &k);
-            pos += k.n;
+        struct cio_blk k;
+        for (uint64_t pos = 0; cio_next(c, off, len, &pos, &k);) {
             uint64_t cb;
             bool d;
             if (cio_lookup(c, k.b, &cb, &d) && d)
@@ -372,10 +372,8 @@ static int cio_write_locked(struct rk_cache *c, const void *buf, uint64_t len, u
         }
     }
     int r = 0;
-    for (uint64_t pos = 0; pos < len && !r;) {
-        struct cio_blk k;
-        cio_blk_at(c, off, len, pos, &k);
-        pos += k.n;
+    struct cio_blk k;
+    for (uint64_t pos = 0; !r && cio_next(c, off, len, &pos, &k);) {
         r = cio_wr_block(c, &w, &k);
     }
     if (!r)
@@ -398,10 +396,8 @@ static int cio_zero_locked(struct rk_cache *c, bool discard, uint64_t len, uint6
     void *zero = NULL;
     int r = 0;
     bool dirtied = false;
-    for (uint64_t pos = 0; pos < len && !r;) {
-        struct cio_blk k;
-        cio_blk_at(c, off, len, pos, &k);
-        pos += k.n;
+    struct cio_blk k;
+    for (uint64_t pos = 0; !r && cio_next(c, off, len, &pos, &k);) {
         uint64_t cb;
         bool d;
         if (!cio_lookup(c, k.b, &cb, &d))
