@@ -4,7 +4,7 @@
 # one power domain, each keeping a random subset of its unflushed 4 KiB blocks), SIGKILL,
 # restart. Every recorded i reads back with its content (data durable on the cache -> metadata
 # durable -> FLUSH acknowledged), the cache loads every time, also after detach (written back).
-# C11_CYCLES cycles (default 4), seeds from C11_SEED (default 1).
+# C11_CYCLES cycles (default 3), seeds from C11_SEED (default 1).
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/torture_lib.sh"
@@ -14,7 +14,7 @@ ca_write_py
 CTL="$T/ctl"
 C="$T/cache"
 first=${C11_SEED:-1}
-for ((seed = first; seed < first + ${C11_CYCLES:-4}; seed++)); do
+for ((seed = first; seed < first + ${C11_CYCLES:-3}; seed++)); do
     rk_members 2 9M
     rk_create --level 1 "${M[@]}"
     ca_create "$C" 8M 4K writeback "${M[@]}"
