@@ -61,7 +61,13 @@ int rk_cache_meta_format(struct rk_dev *dev, const char *name,
 /* Opens the cache on dev for the array array_uuid of array_size bytes: validates the superblock,
  * loads the newest valid checkpoint and replays the journal after it. A cache bound to another
  * array, a stale or a corrupt one is refused: negative errno, message naming the device (name)
- * and, for another array, both UUIDs. On success *out owns dev's metadata (not dev itself). */
+ * and, for another array, both UUIDs. On success *out owns dev's metadata (not dev itself).
+ * (cache-core:) errors: -ENODATA not a cache device, -EPROTONOSUPPORT unknown version, -EBADMSG
+ * checksum, corrupted journal or no valid checkpoint, -EINVAL a field out of bounds or a device
+ * smaller than its superblock says, -EXDEV bound to another array (or another array size),
+ * -ENOMEM, or the read's -errno. A writable open writes one checkpoint (a new journal epoch)
+ * before it returns. "Stale" (the array no longer names this cache) is decided by
+ * rk_cache_binding_check on the array's superblock. */
 int rk_cache_meta_open(struct rk_dev *dev, const char *name, const uint8_t array_uuid[16],
                        uint64_t array_size, struct rk_cache_meta **out, char *err, size_t errlen);
 
