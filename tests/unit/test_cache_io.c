@@ -4,6 +4,7 @@
  * cases (C09 at unit level). The metadata is the real one (src/cache/meta*.c) on a memory device.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,6 +174,59 @@ static void test_cache_device_fails(void **state)
     env_close(&e);
 }
 
+/* A read miss racing a bypassing write (writearound): readers keep filling the blocks a writer
+ * keeps rewriting on the backing; afterwards every block reads the last write, never an older
+ * copy a fill installed. */
+struct race {
+    struct env *e;
+    int stop;
+};
+
+static void *race_reader(void *arg)
+{
+    struct race *r = arg;
+    uint8_t *buf = rk_buf_alloc(CBS);
+    unsigned seed = 5;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        uint64_t b = (uint64_t)(rand_r(&seed) % 16);
+        assert_int_equal(rk_dev_read(r->e->dev, buf, CBS, b * CBS), 0);
+    }
+    free(buf);
+    return NULL;
+}
+
+static void test_fill_races_bypass(void **state)
+{
+    struct env e;
+    char err[256];
+    env_open(&e, RK_CACHE_WRITEBACK, 64);
+    assert_int_equal(rk_cache_set_mode(e.c, RK_CACHE_WRITEAROUND, err, sizeof(err)), 0);
+    /* Slow cache writes widen the window between a fill's backing read and its mapping. */
+    assert_int_equal(rk_fault_set_latency(e.cdev, 300), 0);
+    struct race r = {.e = &e};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, race_reader, &r), 0);
+    uint8_t *buf = rk_buf_alloc(CBS);
+    for (int i = 0; i < 3000; i++) {
+        uint64_t b = (uint64_t)(i * 7 % 16);
+        fill(buf, CBS, (unsigned)i);
+        assert_int_equal(rk_dev_write(e.dev, buf, CBS, b * CBS, 0), 0);
+        memcpy(e.ref + b * CBS, buf, CBS);
+    }
+    __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    rk_fault_set_latency(e.cdev, 0);
+    struct rk_cache_status st;
+    rk_cache_status(e.c, &st);
+    assert_true(st.bypass[RK_CACHE_ADMIT] > 0 && st.bypass[RK_CACHE_BYPASS_MODE] > 0);
+    for (int k = 0; k < 2; k++) /* the second pass reads cached copies */
+        check_all(&e, e.dev);
+    free(buf);
+    env_close(&e);
+}
+
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
@@ -180,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_modes_switch_detach_attach),
         cmocka_unit_test(test_writeback_drain),
         cmocka_unit_test(test_cache_device_fails),
+        cmocka_unit_test(test_fill_races_bypass),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
