@@ -78,6 +78,18 @@ struct rk_open_opts {
      * checkpoint as soon as the volume is open (not on read-only volumes): at most this many
      * bytes/s, 0 = unlimited. */
     uint64_t rebuild_rate;
+    /* SSD cache (docs/ARCHITECTURE.md "Cache"; not with read_only): cache_path = the cache
+     * device created for this array by `cache create`, NULL = none. cache_emul: its device model
+     * (NULL = none; the members' emul does not apply to it); cache_fault_spec: a fault member
+     * above it (rk_fault_apply_spec syntax, NULL = none); cache_writeback_rate: the flusher's
+     * limit between the watermarks, bytes/s (0 = unlimited). */
+    const char *cache_path;
+    const struct rk_emul_params *cache_emul;
+    const char *cache_fault_spec;
+    uint64_t cache_writeback_rate;
+    /* `cache create`: the array's cache binding is about to be replaced; assembly neither checks
+     * nor clears it (docs/FORMAT.md "Cache binding"). */
+    bool cache_rebind;
 };
 
 struct rk_volume;

@@ -27,6 +27,8 @@
 
 #include "raidkit/device.h"
 
+struct rk_cache_meta; /* opaque (src/cache/meta_int.h) */
+
 enum rk_cache_mode {
     RK_CACHE_NONE = 0,
     RK_CACHE_WRITETHROUGH = 1,
@@ -44,6 +46,10 @@ struct rk_cache_format_params {
     uint64_t array_size;    /* backing size, bytes (recorded; a mismatch at open is refused) */
     uint32_t block_size;    /* cache block, bytes, power of two in [4 KiB, 1 MiB]; default 64K */
     enum rk_cache_mode mode;
+    /* Added by cache-core (backward compatible: 0 = default): journal area, bytes, a 4 KiB
+     * multiple in [64 KiB, 1 GiB]; default clamp(8 bytes per cache block rounded up to 1 MiB,
+     * 1 MiB, 64 MiB). Tests use a small one to exercise the journal wrap. */
+    uint64_t journal_size;
 };
 
 /* Writes a new, empty cache onto dev (`cache create`): superblock, empty checkpoint, empty
@@ -55,7 +61,13 @@ int rk_cache_meta_format(struct rk_dev *dev, const char *name,
 /* Opens the cache on dev for the array array_uuid of array_size bytes: validates the superblock,
  * loads the newest valid checkpoint and replays the journal after it. A cache bound to another
  * array, a stale or a corrupt one is refused: negative errno, message naming the device (name)
- * and, for another array, both UUIDs. On success *out owns dev's metadata (not dev itself). */
+ * and, for another array, both UUIDs. On success *out owns dev's metadata (not dev itself).
+ * (cache-core:) errors: -ENODATA not a cache device, -EPROTONOSUPPORT unknown version, -EBADMSG
+ * checksum, corrupted journal or no valid checkpoint, -EINVAL a field out of bounds or a device
+ * smaller than its superblock says, -EXDEV bound to another array (or another array size),
+ * -ENOMEM, or the read's -errno. A writable open writes one checkpoint (a new journal epoch)
+ * before it returns. "Stale" (the array no longer names this cache) is decided by
+ * rk_cache_binding_check on the array's superblock. */
 int rk_cache_meta_open(struct rk_dev *dev, const char *name, const uint8_t array_uuid[16],
                        uint64_t array_size, struct rk_cache_meta **out, char *err, size_t errlen);
 
@@ -85,8 +97,11 @@ void rk_cache_meta_unmap(struct rk_cache_meta *m, uint64_t cblock);
 /* Makes every change queued before the call durable; 0 or negative errno (device failed). */
 int rk_cache_meta_commit(struct rk_cache_meta *m);
 
-/* Calls fn(ctx, cblock, bblock) for every dirty block in ascending bblock order, up to max
- * blocks (0 = all); returns how many were visited. Used by the flusher. */
+/* Calls fn(ctx, cblock, bblock) for every dirty block with bblock >= from_bblock in ascending
+ * bblock order, up to max blocks (0 = all); returns how many were visited. Used by the flusher.
+ * Cost: one pass over the index under its lock (8 bytes per cache block read; about 15 ms per
+ * TiB of cache at 64 KiB blocks), then fn is called without the lock (it may call any meta
+ * function; the dirty state may have changed since the scan). */
 size_t rk_cache_meta_dirty_scan(struct rk_cache_meta *m, uint64_t from_bblock, size_t max,
                                 void (*fn)(void *ctx, uint64_t cblock, uint64_t bblock), void *ctx);
 
@@ -96,5 +111,60 @@ struct rk_cache_meta_stats {
     uint64_t commits, checkpoints, seq;
 };
 void rk_cache_meta_stats(struct rk_cache_meta *m, struct rk_cache_meta_stats *out);
+
+/* ---- additions by cache-core (additive; docs/FORMAT.md "Cache device") ---- */
+
+/* As rk_cache_meta_open, but never writes to dev (for `info`): no checkpoint at open or close,
+ * rk_cache_meta_commit returns -EROFS once anything is queued. array_uuid NULL and array_size 0
+ * skip those checks. */
+int rk_cache_meta_open_ro(struct rk_dev *dev, const char *name, const uint8_t *array_uuid,
+                          uint64_t array_size, struct rk_cache_meta **out, char *err,
+                          size_t errlen);
+
+/* Validates exactly what rk_cache_meta_format validates (parameters, device size for the
+ * metadata and >= 16 blocks) without writing anything: 0, or a negative errno with the same
+ * message. Lets `cache create` decide every refusal before it writes to any device. */
+int rk_cache_meta_format_check(struct rk_dev *dev, const char *name,
+                               const struct rk_cache_format_params *p, char *err, size_t errlen);
+
+/* The cache's own UUID (new at every `cache create`), the bound array's UUID (16 bytes each,
+ * owned by m) and the bound array's size in bytes. */
+const uint8_t *rk_cache_meta_uuid(const struct rk_cache_meta *m);
+const uint8_t *rk_cache_meta_array_uuid(const struct rk_cache_meta *m);
+uint64_t rk_cache_meta_array_size(const struct rk_cache_meta *m);
+
+/* True when buf (4096 bytes read at offset 0 of a device) starts with the cache superblock
+ * magic "RKCACHSB", whatever else it holds. */
+bool rk_cache_meta_has_magic(const uint8_t *buf);
+
+/* Formats 16 UUID bytes as 8-4-4-4-12 lower-case hex into out (RK_CACHE_UUID_STR bytes). */
+#define RK_CACHE_UUID_STR 37
+char *rk_cache_uuid_format(const uint8_t *uuid, char *out);
+
+/* Cache binding of an array (array superblock bytes 3336..3399, docs/FORMAT.md "Cache
+ * binding"): flags and the bound cache's UUID. */
+#define RK_CACHE_BIND_BOUND 0x1u /* the array is bound to the cache with cache_uuid */
+#define RK_CACHE_BIND_DIRTY                                                                        \
+    0x2u /* that cache may hold dirty data (set before the first                                   \
+          * writeback write, cleared after a complete write-back) */
+#define RK_CACHE_BIND_MASK 0x3u
+/* rk_cache_binding_check result: may start uncached once the binding is cleared durably. */
+#define RK_CACHE_BIND_UNBIND 1
+
+/*
+ * What an array's binding (flags, bound_uuid from its superblock) allows for a start with the
+ * opened cache m, or without a cache (m NULL). Returns:
+ *   0                    go ahead: m is the bound cache, or the array is unbound and m is NULL;
+ *   RK_CACHE_BIND_UNBIND m is NULL and the bound cache holds no dirty data (or force): the
+ *                        caller must clear the binding (flags 0, UUID zero) in the array's
+ *                        superblocks before the first write, so the cache is refused as stale
+ *                        afterwards (writes that bypass it would be shadowed by its old copies);
+ *   -EUCLEAN             m is NULL, the bound cache may hold dirty data and force is false;
+ *   -ESTALE              m is given but the array is bound to no cache or to another one (the
+ *                        cache is stale: the array was written without it).
+ * Every refusal has a one-line message in err naming the UUIDs involved.
+ */
+int rk_cache_binding_check(uint32_t flags, const uint8_t bound_uuid[16],
+                           const struct rk_cache_meta *m, bool force, char *err, size_t errlen);
 
 #endif

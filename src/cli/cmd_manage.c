@@ -78,7 +78,7 @@ out:
 }
 
 /* Print the reply's error and return CLI_EXIT_FAIL, or CLI_EXIT_OK when it says ok. */
-static int mgmt_check(const char *cmd, const cJSON *reply)
+int mgmt_check(const char *cmd, const cJSON *reply)
 {
     if (cJSON_IsTrue(cJSON_GetObjectItem(reply, "ok")))
         return CLI_EXIT_OK;
@@ -88,7 +88,7 @@ static int mgmt_check(const char *cmd, const cJSON *reply)
 }
 
 /* Build {"cmd":...} plus fields and run it; returns the reply (NULL on transport errors). */
-static cJSON *mgmt_call(const char *cmd, const char *path, cJSON *req)
+cJSON *mgmt_call(const char *cmd, const char *path, cJSON *req)
 {
     char *line = cJSON_PrintUnformatted(req);
     cJSON_Delete(req);
@@ -183,6 +183,7 @@ static void mgmt_print_status(const cJSON *st)
     } else {
         printf("scrub:    never run since start\n");
     }
+    cli_cache_print_status(cJSON_GetObjectItem(st, "cache"));
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "bad_ranges"))
     {
         printf("unreadable: slot %.0f data bytes [%.0f, %.0f) could not be rebuilt (reads there "

@@ -22,6 +22,7 @@ static const char serve_usage[] =
     "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
     "                     [--socket-mode MODE] [--socket-owner USER] [--socket-group GROUP]\n"
     "                     [--tls off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
+    "                     [--cache CACHEDEV [--cache-emulate PROFILE] [--writeback-rate MIB]]\n"
     "                     MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
@@ -64,6 +65,15 @@ static const char serve_usage[] =
     "                      The control socket is always mode 0600 for the server's user. TCP on\n"
     "                      a non-loopback address without TLS is served with a warning.\n"
     "                      See docs/SECURITY.md\n"
+    "                      SLOT cache: the cache device (all: includes it)\n"
+    "      --cache CACHEDEV\n"
+    "                      serve through the SSD cache on CACHEDEV (made by raidkit cache\n"
+    "                      create for this array), in its recorded mode\n"
+    "      --cache-emulate PROFILE\n"
+    "                      time the cache device like a modelled disk (as --emulate)\n"
+    "      --writeback-rate MIB\n"
+    "                      limit the cache's background write-back to MIB MiB/s (default\n"
+    "                      unlimited; a drain for a mode switch or detach is never limited)\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -85,6 +95,7 @@ struct serve_opts {
     const char *control;   /* --control PATH, NULL without */
     const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
     char all_spec[512];
+    struct rk_emul_params cache_emul; /* oo.cache_emul points here with --cache-emulate */
 };
 
 /* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
@@ -118,6 +129,10 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     }
     memcpy(slot, arg, sl);
     slot[sl] = '\0';
+    if (!strcmp(slot, "cache")) {
+        oo->cache_fault_spec = colon + 1;
+        return 0;
+    }
     if (!strcmp(slot, "all") && !*fault_all) {
         *fault_all = colon + 1;
         return 0;
@@ -142,6 +157,9 @@ enum {
     OPT_TLS,
     OPT_TLS_CERTS,
     OPT_TLS_PSK,
+    OPT_CACHE,
+    OPT_CACHE_EMULATE,
+    OPT_WB_RATE,
 };
 
 /* The socket and TLS options (docs/SECURITY.md). 1 when c was one of them, 0 when not, or
@@ -198,6 +216,34 @@ static int serve_sec_opt(int c, const char *arg, struct rk_nbd_opts *no)
     }
 }
 
+/* --cache (which 0), --cache-emulate (1), --writeback-rate (2) into o. 0, or -1 after a
+ * message. */
+static int serve_cache_opt(struct serve_opts *o, int which, const char *arg)
+{
+    uint64_t v;
+    char eerr[512] = "";
+    switch (which) {
+    case 0:
+        o->oo.cache_path = arg;
+        return 0;
+    case 1:
+        if (rk_emul_profile_load(arg, &o->cache_emul, eerr, sizeof(eerr))) {
+            fprintf(stderr, "raidkit serve: --cache-emulate: %s\n", eerr);
+            return -1;
+        }
+        o->oo.cache_emul = &o->cache_emul;
+        return 0;
+    default:
+        if (rk_parse_u64(arg, &v) || v > 1024 * 1024) {
+            fprintf(stderr, "raidkit serve: bad --writeback-rate '%s' (MiB/s, 0 = unlimited)\n",
+                    arg);
+            return -1;
+        }
+        o->oo.cache_writeback_rate = v * 1024 * 1024;
+        return 0;
+    }
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -218,6 +264,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"tls", required_argument, NULL, OPT_TLS},
         {"tls-certificates", required_argument, NULL, OPT_TLS_CERTS},
         {"tls-psk", required_argument, NULL, OPT_TLS_PSK},
+        {"cache", required_argument, NULL, OPT_CACHE},
+        {"cache-emulate", required_argument, NULL, OPT_CACHE_EMULATE},
+        {"writeback-rate", required_argument, NULL, OPT_WB_RATE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -285,6 +334,12 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->oo.rebuild_rate = v * 1024 * 1024;
+            break;
+        case OPT_CACHE:
+        case OPT_CACHE_EMULATE:
+        case OPT_WB_RATE:
+            if (serve_cache_opt(o, c - OPT_CACHE, optarg))
+                return CLI_EXIT_USAGE;
             break;
         case 'h':
             fputs(serve_usage, stdout);
@@ -379,5 +434,13 @@ int cli_serve(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     rk_nbd_warn_exposed(&o.no);
+    if (o.fault_all && o.oo.cache_path && !o.oo.cache_fault_spec)
+        o.oo.cache_fault_spec = o.all_spec; /* the cache device shares the power cut */
+    if ((o.oo.cache_emul || o.oo.cache_fault_spec || o.oo.cache_writeback_rate) &&
+        !o.oo.cache_path) {
+        fprintf(stderr, "raidkit serve: --cache-emulate, --writeback-rate and --debug-fault "
+                        "cache: need --cache CACHEDEV\n");
+        return CLI_EXIT_USAGE;
+    }
     return serve_run(&o, n, argv + optind);
 }

@@ -28,6 +28,7 @@ static const char main_usage[] =
     "  replace  rebuild a failed slot onto a new member (online or offline)\n"
     "  re-add   take a slot's old member back, resyncing only what changed (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
+    "  cache    SSD cache of an array: create, and online mode, detach, attach\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
@@ -61,6 +62,8 @@ int main(int argc, char **argv)
         return cli_info(argc - 1, argv + 1);
     if (!strcmp(cmd, "serve"))
         return cli_serve(argc - 1, argv + 1);
+    if (!strcmp(cmd, "cache"))
+        return cli_cache(argc - 1, argv + 1);
     if (!strcmp(cmd, "bench"))
         return cli_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "status"))

@@ -12,6 +12,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "ctl/commands_cache.h"
+#include "meta/volume_cache_layer.h"
 #include "meta/volume_status.h"
 #include "raidkit/raid.h"
 
@@ -374,7 +376,7 @@ static char *ctl_scrub(struct rk_volume *v, const cJSON *req)
     if (ctl_rate(req, "scrub", &rate, &reply))
         return reply;
     bool repair = cJSON_IsTrue(rep);
-    if (repair && rk_volume_dev(v) != raid)
+    if (repair && rk_volume_dev(v) != raid && !rk_volume_cache(v))
         return rk_control_error("scrub --repair refused: the volume is read-only");
     int r = rk_raid_scrub_start(raid, repair, rate);
     if (r == -EBUSY) {
@@ -387,13 +389,25 @@ static char *ctl_scrub(struct rk_volume *v, const cJSON *req)
     return ctl_ok("message", "scrub started");
 }
 
+/* {"cmd":"cache",...}: commands_cache.c */
+static char *ctl_cache(struct rk_volume *v, const cJSON *req)
+{
+    return rk_control_cache(v, req);
+}
+
 /* The commands: name and handler (reply JSON text, malloc'ed; NULL on ENOMEM). */
 static const struct {
     const char *name;
     char *(*run)(struct rk_volume *v, const cJSON *req);
 } ctl_cmds[] = {
-    {"status", ctl_status}, {"fail", ctl_fail},    {"replace", ctl_replace},
-    {"scrub", ctl_scrub},   {"re-add", ctl_readd},
+    /* clang-format off */
+    {"status", ctl_status},
+    {"fail", ctl_fail},
+    {"replace", ctl_replace},
+    {"scrub", ctl_scrub},
+    {"re-add", ctl_readd},
+    {"cache", ctl_cache},
+    /* clang-format on */
 };
 
 static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
@@ -401,7 +415,8 @@ static char *ctl_cmd(struct rk_volume *v, const cJSON *req, const char *cmd)
     for (size_t i = 0; i < sizeof(ctl_cmds) / sizeof(ctl_cmds[0]); i++)
         if (!strcmp(cmd, ctl_cmds[i].name))
             return ctl_cmds[i].run(v, req);
-    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub, re-add)", cmd);
+    return rk_control_error("unknown command '%.64s' (status, fail, replace, scrub, re-add, cache)",
+                            cmd);
 }
 
 char *rk_control_handle(struct rk_volume *v, const char *line)

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "core/util.h"
+#include "meta/info_cache.h"
 #include "meta/meta_int.h"
 #include "raid/bitmap_disk.h"
 #include "raidkit/member.h"
@@ -156,10 +157,33 @@ static void info_emit_json(void *ctx, const char *line)
     cJSON_AddItemToArray(ctx, cJSON_CreateString(line));
 }
 
-static char *info_text(const struct meta_scan *s)
+/* The cache devices given, after the array (text). */
+static void info_text_caches(struct info_buf *b, const struct info_cache *c, int nc,
+                             const struct rk_sb *array)
+{
+    for (int i = 0; i < nc; i++) {
+        char *t = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&t, &len);
+        if (!f) {
+            b->failed = true;
+            return;
+        }
+        info_cache_text(f, &c[i], array);
+        fclose(f);
+        info_printf(b, "%s", t ? t : "");
+        free(t);
+    }
+}
+
+static char *info_text(const struct meta_scan *s, const struct info_cache *caches, int nc)
 {
     struct info_buf b = {0};
-    char uuid[RK_UUID_STR_LEN], t1[64], t2[64], sz[32];
+    char uuid[RK_UUID_STR_LEN], t1[64], t2[64], sz[32], cb[96];
+    if (!s) {
+        info_text_caches(&b, caches, nc, NULL);
+        return b.failed ? (free(b.p), NULL) : b.p;
+    }
     if (s->master >= 0) {
         const struct rk_sb *sb = &s->m[s->master].sb;
         info_time(sb->ctime, t1, sizeof(t1));
@@ -181,6 +205,7 @@ static char *info_text(const struct meta_scan *s)
                         sb->bitmap_region / 1024);
         else
             info_printf(&b, "  bitmap:       none\n");
+        info_printf(&b, "  cache:        %s\n", info_cache_binding(sb, cb, sizeof(cb)));
         info_printf(&b, "  created:      %s\n  updated:      %s\n", t1, t2);
         info_printf(&b, "Slots:\n");
         for (uint32_t i = 0; i < sb->members; i++) {
@@ -222,6 +247,7 @@ static char *info_text(const struct meta_scan *s)
         b.p[b.len] = '\0';
         info_printf(&b, "Problems: none\n");
     }
+    info_text_caches(&b, caches, nc, s->master >= 0 ? &s->m[s->master].sb : NULL);
     if (b.failed) {
         free(b.p);
         return NULL;
@@ -244,12 +270,41 @@ static cJSON *info_sb_json(const struct rk_sb *sb)
     return o;
 }
 
-static char *info_json(const struct meta_scan *s)
+/* "cache" of the array object: its binding. */
+static void info_json_binding(cJSON *a, const struct rk_sb *sb)
+{
+    char uuid[RK_UUID_STR_LEN];
+    cJSON *c = cJSON_AddObjectToObject(a, "cache");
+    if (!c)
+        return;
+    bool bound = (sb->cache_flags & RK_SB_CACHE_BOUND) != 0;
+    cJSON_AddBoolToObject(c, "bound", bound);
+    if (bound)
+        cJSON_AddStringToObject(c, "uuid", rk_uuid_format(sb->cache_uuid, uuid));
+    else
+        cJSON_AddNullToObject(c, "uuid");
+    cJSON_AddBoolToObject(c, "may_be_dirty", (sb->cache_flags & RK_SB_CACHE_DIRTY) != 0);
+}
+
+static char *info_json(const struct meta_scan *s, const struct info_cache *caches, int nc)
 {
     char uuid[RK_UUID_STR_LEN];
     cJSON *root = cJSON_CreateObject();
     if (!root)
         return NULL;
+    const struct rk_sb *master = s && s->master >= 0 ? &s->m[s->master].sb : NULL;
+    cJSON *cj = cJSON_AddArrayToObject(root, "caches");
+    for (int i = 0; cj && i < nc; i++) {
+        cJSON *o = info_cache_json(&caches[i], master);
+        if (o)
+            cJSON_AddItemToArray(cj, o);
+    }
+    if (!s) {
+        cJSON_AddNullToObject(root, "array");
+        char *t = cJSON_Print(root);
+        cJSON_Delete(root);
+        return t;
+    }
     if (s->master >= 0) {
         const struct rk_sb *sb = &s->m[s->master].sb;
         cJSON *a = cJSON_AddObjectToObject(root, "array");
@@ -267,6 +322,7 @@ static char *info_json(const struct meta_scan *s)
             cJSON_AddNumberToObject(a, "event", (double)sb->events);
             cJSON_AddBoolToObject(a, "clean", sb->dirty == RK_SB_CLEAN);
             cJSON_AddNumberToObject(a, "bitmap_region", (double)sb->bitmap_region);
+            info_json_binding(a, sb);
             cJSON_AddBoolToObject(a, "resync_pending",
                                   (sb->resync_flags & RK_SB_RESYNC_PENDING) != 0);
             cJSON_AddNumberToObject(a, "created", (double)sb->ctime);
@@ -338,19 +394,35 @@ char *rk_volume_info(const char *const *paths, int n, bool json, char *err, size
         return NULL;
     }
     char *text = NULL;
-    meta_scan(s, paths, n, RK_FILE_READ_ONLY | RK_FILE_BUFFERED, false);
-    bool any = false;
-    for (int i = 0; i < n; i++)
+    /* Cache devices among the paths are described on their own (docs/CLI.md "info"). */
+    const char *mp[RK_MAX_MEMBERS];
+    struct info_cache *caches = calloc((size_t)n, sizeof(*caches));
+    int nm = 0, nc = 0;
+    if (!caches) {
+        rk_set_err(err, errlen, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        if (info_cache_probe(paths[i]))
+            info_cache_read(paths[i], &caches[nc++]);
+        else
+            mp[nm++] = paths[i];
+    }
+    if (nm)
+        meta_scan(s, mp, nm, RK_FILE_READ_ONLY | RK_FILE_BUFFERED, false);
+    bool any = nc > 0;
+    for (int i = 0; i < nm; i++)
         if (s->m[i].cls != META_UNREADABLE)
             any = true;
     if (!any) {
         rk_set_err(err, errlen, "no member could be read: %s %s", s->m[0].path, s->m[0].reason);
         goto out;
     }
-    text = json ? info_json(s) : info_text(s);
+    text = json ? info_json(nm ? s : NULL, caches, nc) : info_text(nm ? s : NULL, caches, nc);
     if (!text)
         rk_set_err(err, errlen, "out of memory");
 out:
+    free(caches);
     free(s);
     return text;
 }

@@ -25,7 +25,9 @@
  *       +24 member_uuid[16]  +40 reserved[8]
  * 1792 bad-range table: count u32, reserved u32, then RK_SB_BAD_MAX entries of 24 bytes:
  *       +0 slot u32  +4 reserved u32  +8 offset u64  +16 len u64
- * 3336..4095 reserved (zero)
+ * 3336 cache binding (docs/FORMAT.md "Cache binding"): cache_flags u32, reserved u32,
+ *       cache_uuid[16], reserved[40] up to 3399
+ * 3400..4095 reserved (zero)
  */
 #define SB_OFF_MAGIC       0
 #define SB_OFF_VERSION     8
@@ -69,6 +71,8 @@
 #define SB_BAD_SLOT        0
 #define SB_BAD_OFFSET      8
 #define SB_BAD_LEN         16
+#define SB_OFF_CACHE_FL    3336
+#define SB_OFF_CACHE_UUID  3344
 
 _Static_assert(SB_OFF_SLOTS + RK_MAX_MEMBERS * SB_SLOT_SIZE <= RK_SB_SIZE, "slot table fits");
 _Static_assert(SB_OFF_SLOTS + RK_MAX_MEMBERS * SB_SLOT_SIZE <= SB_OFF_BAD, "bad table after slots");
@@ -124,6 +128,8 @@ void rk_sb_encode(const struct rk_sb *sb, uint8_t *out)
         rk_put_le64(e + SB_BAD_OFFSET, sb->bad[i].offset);
         rk_put_le64(e + SB_BAD_LEN, sb->bad[i].len);
     }
+    rk_put_le32(out + SB_OFF_CACHE_FL, sb->cache_flags);
+    memcpy(out + SB_OFF_CACHE_UUID, sb->cache_uuid, RK_UUID_LEN);
     rk_put_le32(out + SB_OFF_CRC, rk_crc32c(out, RK_SB_SIZE));
 }
 
@@ -308,6 +314,23 @@ static int sb_check_slots(const struct rk_sb *sb, char *err, size_t errlen)
     return 0;
 }
 
+/* Cache binding: known flags, dirty only when bound, a UUID exactly when bound. */
+static int sb_check_cache(const struct rk_sb *sb, char *err, size_t errlen)
+{
+    bool bound = (sb->cache_flags & RK_SB_CACHE_BOUND) != 0;
+    if ((sb->cache_flags & ~RK_SB_CACHE_MASK) ||
+        ((sb->cache_flags & RK_SB_CACHE_DIRTY) && !bound)) {
+        rk_set_err(err, errlen, "unknown cache binding flags %#" PRIx32, sb->cache_flags);
+        return -EINVAL;
+    }
+    if (bound == sb_uuid_zero(sb->cache_uuid)) {
+        rk_set_err(err, errlen, "cache binding: %s",
+                   bound ? "bound to a zero cache UUID" : "a cache UUID without the bound flag");
+        return -EINVAL;
+    }
+    return 0;
+}
+
 int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
 {
     if (sb->version != RK_SB_VERSION) {
@@ -395,6 +418,8 @@ int rk_sb_check(const struct rk_sb *sb, char *err, size_t errlen)
         return -EINVAL;
     }
     int rb = sb_check_bad(sb, err, errlen);
+    if (!rb)
+        rb = sb_check_cache(sb, err, errlen);
     if (rb)
         return rb;
     uint64_t want = rk_raid_array_size(&g);
@@ -486,6 +511,8 @@ int rk_sb_decode(const uint8_t *buf, struct rk_sb *sb, char *err, size_t errlen)
         sb->bad[i].offset = rk_get_le64(e + SB_BAD_OFFSET);
         sb->bad[i].len = rk_get_le64(e + SB_BAD_LEN);
     }
+    sb->cache_flags = rk_get_le32(buf + SB_OFF_CACHE_FL);
+    memcpy(sb->cache_uuid, buf + SB_OFF_CACHE_UUID, RK_UUID_LEN);
     return rk_sb_check(sb, err, errlen);
 }
 

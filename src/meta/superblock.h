@@ -47,6 +47,13 @@
 #define RK_SB_ECRC     -EBADMSG         /* checksum mismatch */
 #define RK_SB_EFIELD   -EINVAL          /* a field out of bounds */
 
+/* Cache binding (field "cache_flags", bytes 3336..3339; docs/FORMAT.md "Cache binding"): the
+ * array is bound to the cache device with cache_uuid (bytes 3344..3359), which may hold dirty
+ * data. Same bit values as RK_CACHE_BIND_* in src/cache/meta.h. 0 on arrays without a cache. */
+#define RK_SB_CACHE_BOUND 0x1u
+#define RK_SB_CACHE_DIRTY 0x2u
+#define RK_SB_CACHE_MASK  0x3u
+
 /* One entry of the per-slot table (slot states: enum rk_slot_state, MISSING never on disk). */
 struct rk_sb_slot {
     uint32_t state;            /* RK_SLOT_ACTIVE/FAILED/SPARE/REBUILDING */
@@ -99,6 +106,8 @@ struct rk_sb {
     struct rk_sb_slot slots[RK_MAX_MEMBERS];
     uint32_t nbad; /* bad-range table entries in use, <= RK_SB_BAD_MAX */
     struct rk_sb_bad bad[RK_SB_BAD_MAX];
+    uint32_t cache_flags;            /* RK_SB_CACHE_*; 0 = no cache bound */
+    uint8_t cache_uuid[RK_UUID_LEN]; /* the bound cache device's UUID (zero when unbound) */
 };
 
 /* Encode sb into out (RK_SB_SIZE bytes) with the crc filled in. Does not validate. */

@@ -1,6 +1,7 @@
 /* Volume assembly in phases (members in any order -> validated superblocks -> members placed
  * by slot -> redundancy policy -> member stack -> raid engine -> write log -> bitmap and
- * resync decision -> dirty mark -> resumed jobs, the resync last), and the clean close. The
+ * resync decision -> cache layer -> dirty mark -> resumed jobs, the resync last), and the clean
+ * close. The
  * on-disk format is docs/FORMAT.md. */
 #include "raidkit/volume.h"
 
@@ -35,7 +36,7 @@ struct rk_dev *rk_volume_dev(struct rk_volume *v)
 {
     if (!v)
         return NULL;
-    return v->ro ? v->ro : v->raid;
+    return v->ro ? v->ro : v->cache_dev ? v->cache_dev : v->raid;
 }
 
 struct rk_dev *rk_volume_raid(struct rk_volume *v)
@@ -53,6 +54,7 @@ static void vol_destroy(struct rk_volume *v)
 {
     if (!v)
         return;
+    rk_dev_close(v->cache_dev);
     rk_dev_close(v->ro);
     rk_dev_close(v->raid);
     for (int i = 0; i < RK_MAX_MEMBERS; i++)
@@ -403,6 +405,8 @@ int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *o
     if (!r)
         r = vol_bitmap_setup(v, err, errlen);
     if (!r)
+        r = vol_cache_setup(v, a.o, err, errlen);
+    if (!r)
         r = vol_mark_dirty(v, &a);
     if (!r) {
         if (a.nmissing)
@@ -422,6 +426,9 @@ int rk_volume_close(struct rk_volume *v)
 {
     if (!v)
         return 0;
+    /* The cache first: its data and metadata durable, then the backing flushed (dirty blocks
+     * stay dirty on the cache device). */
+    int cr = vol_cache_close(v);
     /* A running rebuild checkpoints and stops before the final superblocks are written; a
      * resync waiting for it starts no more. */
     vol_resync_helper_stop(v);
@@ -429,6 +436,8 @@ int rk_volume_close(struct rk_volume *v)
     int r = rk_dev_flush(v->raid);
     if (r < 0)
         rk_err("array flush failed: %s; leaving it marked dirty", strerror(-r));
+    else if (cr < 0) /* the next start then trusts only the cache's dirty blocks */
+        r = cr;
     if (!v->read_only) {
         pthread_mutex_lock(&v->lock);
         vol_sync_bad(v); /* written below, or by the next open's dirty write */

@@ -49,7 +49,23 @@ struct rk_volume {
     bool resync_waiting, closing, has_helper;
     pthread_t helper;
     uint64_t resync_rate; /* bytes/s the resync runs at */
+    /* SSD cache layer over raid (volume_cache_layer.c), NULL without --cache. It owns the cache
+     * device's stack; cache_fault is the fault member in it (or NULL). */
+    struct rk_dev *cache_dev;
+    struct rk_cache *cache;
 };
+
+/* Cache phase (volume_cache_layer.c), after the bitmap setup and before the dirty mark: open the
+ * cache device stack of o->cache_path (file -> device model -> fault member) and the cache layer
+ * over the raid device (a cache bound to another array, stale or corrupt is refused with a
+ * message naming it). No-op without o->cache_path. Returns 0 or -errno with err. */
+int vol_cache_setup(struct rk_volume *v, const struct rk_open_opts *o, char *err, size_t errlen);
+
+/* Close phase of the cache: flush it (cache data and metadata, then the backing), then close the
+ * layer (dirty blocks stay dirty on the cache device). Returns 0, the flush's -errno, or -EIO
+ * when the cache device failed (the caller then leaves the array dirty: invalidations made
+ * meanwhile are not in the cache's journal, and a dirty start drops its clean blocks). */
+int vol_cache_close(struct rk_volume *v);
 
 /*
  * Write the in-memory superblock to every slot that is active or rebuilding and has a device,

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "meta/volume_cache_layer.h"
 #include "meta/volume_int.h"
 
 /* The live state of slot i: the engine's, else the recorded one; active without a device is
@@ -76,6 +77,7 @@ cJSON *rk_volume_status_tree(struct rk_volume *v)
     }
     pthread_mutex_unlock(&v->lock);
     cJSON_AddBoolToObject(root, "degraded", degraded);
+    vol_cache_status(v, root);
     return root;
 }
 

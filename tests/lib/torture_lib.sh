@@ -14,6 +14,9 @@
 # TORTURE_QUIET (1: no per-cycle lines), TORTURE_ONCUT (hang, default: nothing is acknowledged
 # after the cut instant; fail: member I/O fails after the cut and the server keeps answering,
 # which tests what the engine acknowledges after member failures it could not record).
+# TORTURE_CACHE (a cache mode, e.g. writeback: every cycle serves through a fresh 8 MiB cache of
+# 4 KiB blocks, tests/lib/cache_lib.sh sourced; the cache device shares the power cut; after the
+# checks the cache is detached and everything verified again on the backing).
 # shellcheck disable=SC2034
 
 TORTURE_PY="$RAIDKIT_SOURCE_DIR/tests/lib/torture.py"
@@ -81,7 +84,7 @@ torture_remove()
     done
     case $level in raid5 | raid6) force=(--force) ;; esac
     torture_kill
-    rk_serve --degraded "${force[@]}" "${rest[@]}" 2>/dev/null
+    rk_serve --degraded "${force[@]}" "${TCACHE[@]}" "${rest[@]}" 2>/dev/null
 }
 
 # torture_cycle LEVEL SEED: one cut and its checks; counts go to TC, failures to TC[fail_*].
@@ -94,13 +97,18 @@ torture_cycle()
     rk_members "$n" 9M "t$level-"
     # shellcheck disable=SC2086
     rk_create --level "$level" $opts "${M[@]}" 2>/dev/null
+    TCACHE=()
+    if [ -n "${TORTURE_CACHE:-}" ]; then
+        ca_create "$T/tcache" 8M 4K "$TORTURE_CACHE" "${M[@]}"
+        TCACHE=(--cache "$T/tcache")
+    fi
     RANDOM=$seed
     cut=$((((RANDOM << 15) | RANDOM) % ${TORTURE_CUTMAX:-1500} + 1))
     rm -f "$T/tstate.json"
     # on-cut=hang: after the cut no member request completes, so the server can acknowledge
     # nothing the machine could not have acknowledged; it is SIGKILLed once the cut is done.
     rk_serve --debug-fault "all:cut-after=$cut,keep=random,seed=$seed,on-cut=${TORTURE_ONCUT:-hang}" \
-        "${M[@]}" 2>/dev/null
+        "${TCACHE[@]}" "${M[@]}" 2>/dev/null
     timeout 120 "$RK_PY" "$TORTURE_PY" run "$RK_URI" "$T/tstate.json" --seed "$seed" \
         --max-ops "${TORTURE_OPS:-3000}" >"$T/trun.out" 2>&1 &
     local client=$! i
@@ -115,7 +123,7 @@ torture_cycle()
     wait "$client" || rk_fail "torture client (seed $seed): $(cat "$T/trun.out")"
     out=$(cat "$T/trun.out")
     CTL="$T/tctl"
-    rk_serve --control "$CTL" "${M[@]}" 2>/dev/null
+    rk_serve --control "$CTL" "${TCACHE[@]}" "${M[@]}" 2>/dev/null
     line=$("$RK_PY" "$TORTURE_PY" verify "$RK_URI" "$T/tstate.json" --label "$level/seed$seed" 2>"$T/tverify.err")
     [ -n "$line" ] || rk_fail "torture verify (seed $seed) printed nothing: $(cat "$T/tverify.err")"
     torture_add "" "$line"
@@ -139,6 +147,13 @@ torture_cycle()
         [ "$(torture_bad "$line")" = 0 ] || TC[fail_verify_failed]=$((${TC[fail_verify_failed]:-0} + 1))
         [ "${TORTURE_QUIET:-0}" = 1 ] || echo "  after $after of slot $slot: $line" >&2
     fi
+    if [ -n "${TORTURE_CACHE:-}" ]; then
+        out=$("$RAIDKIT" cache detach --control "$CTL" 2>&1) || rk_fail "cache detach (seed $seed): $out"
+        line=$("$RK_PY" "$TORTURE_PY" verify "$RK_URI" "$T/tstate.json" --label "$level/seed$seed/detached" 2>>"$T/tverify.err")
+        torture_add "detached_" "$line"
+        [ "$(torture_bad "$line")" = 0 ] || TC[fail_verify_detached]=$((${TC[fail_verify_detached]:-0} + 1))
+        [ "${TORTURE_QUIET:-0}" = 1 ] || echo "  cache detached: $line" >&2
+    fi
     rk_stop
     rm -f "${M[@]}"
 }
@@ -153,13 +168,13 @@ torture_level()
     done
     for k in cycles cuts old new lost_flush lost_fua garbage read_errors scrub_mismatches \
         fail_verify fail_scrub failed_lost_flush failed_lost_fua failed_garbage \
-        failed_read_errors fail_verify_failed; do
+        failed_read_errors fail_verify_failed ${TORTURE_CACHE:+fail_verify_detached}; do
         summary+=" $k=${TC[$k]:-0}"
     done
     TORTURE_SUMMARY="torture $level:$summary"
     echo "$TORTURE_SUMMARY"
     [ "${TC[fail_verify]:-0}" = 0 ] && [ "${TC[fail_scrub]:-0}" = 0 ] &&
-        [ "${TC[fail_verify_failed]:-0}" = 0 ]
+        [ "${TC[fail_verify_failed]:-0}" = 0 ] && [ "${TC[fail_verify_detached]:-0}" = 0 ]
 }
 
 # torture_teeth: the verifier must see damage. A linear array written by the client and stopped
