@@ -256,9 +256,9 @@ int cli_create(int argc, char **argv)
     char err[512] = "";
     r = rk_volume_create((const char *const *)members, n, &cc.o, err, sizeof(err));
     if (r) {
-        fprintf(stderr, "raidkit create: %s\n", err[0] ? err : strerror(-r));
-        if (r == -EBUSY)
-            cli_report_busy("create", (const char *const *)members, n);
+        char hint[4200];
+        fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
         return CLI_EXIT_FAIL;
     }
     if (cc.json) {

@@ -540,10 +540,10 @@ static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, struct rk_
     struct rk_open_opts oo = {.degraded = true, .read_only = ro};
     char err[512] = "";
     int r = rk_volume_open((const char *const *)argv, argc, &oo, vol, err, sizeof(err));
+    char hint[4200];
     if (r)
-        fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
-    if (r == -EBUSY)
-        cli_report_busy(cmd, (const char *const *)argv, argc);
+        fprintf(stderr, "raidkit %s: %s%s\n", cmd, err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)argv, argc, hint, sizeof(hint)));
     return r;
 }
 

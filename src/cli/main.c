@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/util.h"
 #include "raidkit/version.h"
 
 static const char main_usage[] =
@@ -32,12 +33,23 @@ static const char main_usage[] =
     "Options:\n"
     "  -h, --help      show this help (or `raidkit COMMAND --help` for a command)\n"
     "  -V, --version   print the version\n"
+    "  -v, --verbose   before COMMAND: debug log lines too (as RAIDKIT_DEBUG=1)\n"
+    "  -q, --quiet     before COMMAND: log warnings and errors only\n"
     "\n"
     "Sizes take K, M, G, T suffixes (powers of 1024). Exit status: 0 success, 1 failure,\n"
-    "2 usage error. See docs/CLI.md and docs/FORMAT.md.\n";
+    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed.\n"
+    "See raidkit(8), docs/CLI.md and docs/FORMAT.md.\n";
 
 int main(int argc, char **argv)
 {
+    /* -v/-q before the command set the log level for every command. */
+    while (argc >= 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose") ||
+                         !strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"))) {
+        rk_log_set_level(argv[1][1] == 'v' || argv[1][2] == 'v' ? RK_LOG_DEBUG : RK_LOG_WARN);
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
         fputs(main_usage, stderr);
         return 2;

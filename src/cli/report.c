@@ -117,11 +117,15 @@ int cli_lock_holder(const char *path, char *out, size_t len)
     return r;
 }
 
-void cli_report_busy(const char *cmd, const char *const *paths, int n)
+const char *cli_busy_hint(const char *const *paths, int n, char *out, size_t len)
 {
+    out[0] = '\0';
     for (int i = 0; i < n; i++) {
         char who[128];
-        if (cli_lock_holder(paths[i], who, sizeof(who)) == 0)
-            fprintf(stderr, "raidkit %s: %s is in use by %s\n", cmd, paths[i], who);
+        if (cli_lock_holder(paths[i], who, sizeof(who)) == 0) {
+            snprintf(out, len, "; %s is in use by %s", paths[i], who);
+            break;
+        }
     }
+    return out;
 }

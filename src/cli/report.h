@@ -59,8 +59,8 @@ int cli_print_json(cJSON *j);
  */
 int cli_lock_holder(const char *path, char *out, size_t len);
 
-/* After an open refused with -EBUSY: print "raidkit CMD: PATH is in use by pid N (COMM)" for
- * every one of the n paths some process holds the lock of. */
-void cli_report_busy(const char *cmd, const char *const *paths, int n);
+/* After a refused open: "; PATH is in use by pid N (COMM)" for the first of the n paths some
+ * process holds the lock of, else "" — appended to the one-line error. Returns out. */
+const char *cli_busy_hint(const char *const *paths, int n, char *out, size_t len);
 
 #endif
