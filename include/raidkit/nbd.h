@@ -26,15 +26,15 @@ enum rk_nbd_source {
 };
 
 struct rk_nbd_opts {
-    const char *listen;      /* "unix:PATH" (default kind) or "tcp:HOST:PORT" / "tcp:PORT"
-                              * (host defaults to 127.0.0.1) */
+    const char *listen;        /* "unix:PATH" (default kind) or "tcp:HOST:PORT" / "tcp:PORT"
+                                * (host defaults to 127.0.0.1) */
     enum rk_nbd_source source; /* default RK_NBD_SOURCE_LISTEN */
     int fd;                    /* the socket of RK_NBD_SOURCE_LISTEN_FD / _CONN_FD */
-    const char *export_name; /* name of the export; "" (the default export) also matches */
-    const char *description; /* NBD_INFO_DESCRIPTION text, may be NULL */
-    bool read_only;          /* advertise READ_ONLY and refuse writes with EPERM */
-    int threads;             /* worker threads serving requests; 0 = default (32) */
-    uint32_t max_request;    /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
+    const char *export_name;   /* name of the export; "" (the default export) also matches */
+    const char *description;   /* NBD_INFO_DESCRIPTION text, may be NULL */
+    bool read_only;            /* advertise READ_ONLY and refuse writes with EPERM */
+    int threads;               /* worker threads serving requests; 0 = default (32) */
+    uint32_t max_request;      /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
 };
 
 struct rk_nbd_server;

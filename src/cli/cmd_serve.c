@@ -302,8 +302,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 /* Where the connections come from, decided and bound before any member is opened: stdin
  * (--single), a socket systemd passed (LISTEN_FDS), or --listen (a private socket for --run
  * without --listen, in rundir). Sets o->no.source/fd/listen. 0 or an exit code after a message. */
-static int serve_source(struct serve_opts *o, char *rundir, size_t dlen, char *listen,
-                        size_t llen)
+static int serve_source(struct serve_opts *o, char *rundir, size_t dlen, char *listen, size_t llen)
 {
     char err[512] = "";
     int fd, act = o->single ? 0 : front_activation_fd(&fd, err, sizeof(err));
