@@ -88,10 +88,11 @@ int front_single_fd(int *fd, char *err, size_t errlen)
     struct stat st;
     int type = 0;
     socklen_t tl = sizeof(type);
-    if (fstat(0, &st) || !S_ISSOCK(st.st_mode) ||
-        getsockopt(0, SOL_SOCKET, SO_TYPE, &type, &tl) || type != SOCK_STREAM) {
-        rk_set_err(err, errlen, "--single: stdin is not a connected stream socket (run it "
-                                "under nbdfuse --command, or libnbd's connect_command)");
+    if (fstat(0, &st) || !S_ISSOCK(st.st_mode) || getsockopt(0, SOL_SOCKET, SO_TYPE, &type, &tl) ||
+        type != SOCK_STREAM) {
+        rk_set_err(err, errlen,
+                   "--single: stdin is not a connected stream socket (run it "
+                   "under nbdfuse --command, or libnbd's connect_command)");
         return -1;
     }
     int s = fcntl(0, F_DUPFD_CLOEXEC, 3);
