@@ -16,5 +16,6 @@ int cli_status(int argc, char **argv);
 int cli_fail(int argc, char **argv);
 int cli_replace(int argc, char **argv);
 int cli_scrub(int argc, char **argv);
+int cli_assemble(int argc, char **argv);
 
 #endif

@@ -58,7 +58,7 @@ static int info_foreign_content(cJSON *doc, bool print)
 }
 
 /* The --test state of the array doc describes (report.h codes). */
-static int info_state(const cJSON *doc)
+int cli_info_state(const cJSON *doc)
 {
     const cJSON *a = cJSON_GetObjectItem(doc, "array"), *s;
     if (!cJSON_IsObject(a))
@@ -161,7 +161,7 @@ int cli_info(int argc, char **argv)
         free(text);
         bad = info_foreign_content(doc, true);
     }
-    int state = info_state(doc);
+    int state = cli_info_state(doc);
     cJSON_Delete(doc);
     if (test && state)
         return state;

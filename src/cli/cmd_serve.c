@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli/assemble.h"
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "cli/serve_front.h"
@@ -26,7 +27,7 @@ static const char serve_usage[] =
     "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
     "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
     "                     [--single | --run CMD] [--exit-with-parent] [--pidfile PATH]\n"
-    "                     [-v|-q] MEMBER...\n"
+    "                     [-v|-q] (MEMBER... | [--config FILE] NAME)\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
     "serve it over NBD in the foreground, logging to stderr. SIGINT/SIGTERM: finish in-flight\n"
@@ -50,6 +51,10 @@ static const char serve_usage[] =
     "                      stop cleanly (as on SIGTERM) when the parent process exits\n"
     "  -P, --pidfile PATH  write the pid to PATH once the socket listens; removed at exit\n"
     "  -v, --verbose       debug log lines too;  -q, --quiet: warnings and errors only\n"
+    "      --config FILE   serve NAME: the configuration file (default\n"
+    "                      /etc/raidkit/raidkit.conf) whose [array NAME] names the members\n"
+    "                      (found by superblock, as raidkit assemble --scan) and the settings\n"
+    "                      (listen, control, export, pidfile, degraded, read-only, threads)\n"
     "  -t, --threads N     worker threads serving requests (default 32)\n"
     "      --emulate PROFILE\n"
     "                      time every member like a modelled disk: a built-in profile\n"
@@ -100,8 +105,9 @@ struct serve_opts {
     const char *control;   /* --control PATH, NULL without */
     const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
     char all_spec[512];
-    bool listen_given, single, exit_with_parent;
-    const char *run, *pidfile;
+    bool listen_given, single, exit_with_parent, export_given;
+    bool listen_conf; /* serve NAME: the configuration's listen (systemd's socket wins) */
+    const char *run, *pidfile, *config;
     char hidden[128]; /* the socket's name until the array is open (front_bind) */
 };
 
@@ -176,7 +182,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         OPT_REBUILD_RATE,
         OPT_FORCE,
         OPT_RUN,
-        OPT_EXIT_WITH_PARENT
+        OPT_EXIT_WITH_PARENT,
+        OPT_CONFIG
     };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
@@ -191,6 +198,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"pidfile", required_argument, NULL, 'P'},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
+        {"config", required_argument, NULL, OPT_CONFIG},
         {"threads", required_argument, NULL, 't'},
         {"debug-fault", required_argument, NULL, OPT_DEBUG_FAULT},
         {"emulate", required_argument, NULL, OPT_EMULATE},
@@ -227,6 +235,9 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         case 'P':
             o->pidfile = optarg;
             break;
+        case OPT_CONFIG:
+            o->config = optarg;
+            break;
         case 'v':
             rk_log_set_level(RK_LOG_DEBUG);
             break;
@@ -239,6 +250,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->no.export_name = optarg;
+            o->export_given = true;
             break;
         case 'r':
             o->oo.read_only = o->no.read_only = true;
@@ -326,7 +338,7 @@ static int serve_source(struct serve_opts *o, char *rundir, size_t dlen, char *l
             o->no.listen = NULL;
         return 0;
     }
-    if (o->run && !o->listen_given) {
+    if (o->run && !o->listen_given && !o->listen_conf) {
         if (front_private_listen(rundir, dlen, listen, llen, err, sizeof(err))) {
             fprintf(stderr, "raidkit serve: %s\n", err);
             return CLI_EXIT_FAIL;
@@ -443,8 +455,11 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     if (!r)
         r = serve_started(o);
     if (!r)
+        front_notify("READY=1");
+    if (!r)
         r = rk_nbd_server_run(srv);
     serve_server = NULL;
+    front_notify("STOPPING=1");
     rk_info("stopping: flushing members and marking the array clean");
     rk_nbd_server_destroy(srv);
     rk_control_stop(ctl);
@@ -461,6 +476,53 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     return child >= 0 ? child : CLI_EXIT_OK;
 }
 
+/* serve NAME: the settings of the configured array a, where the command line gave none. */
+static void serve_apply_conf(struct serve_opts *o, const struct rk_conf_array *a)
+{
+    if (a->listen && !o->listen_given) {
+        o->no.listen = a->listen;
+        o->listen_conf = true;
+    }
+    if (a->control && !o->control)
+        o->control = a->control;
+    if (a->export_name && !o->export_given)
+        o->no.export_name = a->export_name;
+    if (a->pidfile && !o->pidfile)
+        o->pidfile = a->pidfile;
+    if (a->degraded == 1)
+        o->oo.degraded = true;
+    if (a->read_only == 1)
+        o->oo.read_only = o->no.read_only = true;
+    if (a->threads && !o->no.threads)
+        o->no.threads = a->threads;
+}
+
+/* Is the single argument an array of the configuration (serve NAME) rather than a member? */
+static bool serve_is_name(const struct serve_opts *o, int n, char **args)
+{
+    return n == 1 && (o->config || (!strchr(args[0], '/') && access(args[0], F_OK) != 0));
+}
+
+/* From the parsed options on: members (or NAME), the listening socket, the array. */
+static int serve_main(struct serve_opts *o, int n, char **members)
+{
+    if (o->fault_all && serve_fault_all(&o->oo, o->fault_all, n, o->all_spec, sizeof(o->all_spec)))
+        return CLI_EXIT_USAGE;
+    char err[512];
+    if (o->exit_with_parent && front_exit_with_parent(err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    char rundir[4096] = "", listen[4200];
+    int r = serve_source(o, rundir, sizeof(rundir), listen, sizeof(listen));
+    if (r)
+        return r;
+    r = serve_run(o, n, members);
+    if (rundir[0])
+        rmdir(rundir);
+    return r;
+}
+
 int cli_serve(int argc, char **argv)
 {
     struct serve_opts o = {
@@ -473,19 +535,18 @@ int cli_serve(int argc, char **argv)
         fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
         return CLI_EXIT_USAGE;
     }
-    if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
-        return CLI_EXIT_USAGE;
-    char err[512];
     serve_signals();
-    if (o.exit_with_parent && front_exit_with_parent(err, sizeof(err))) {
-        fprintf(stderr, "raidkit serve: %s\n", err);
-        return CLI_EXIT_FAIL;
+    if (!serve_is_name(&o, n, argv + optind))
+        return serve_main(&o, n, argv + optind);
+    struct rk_conf conf = {0};
+    struct asm_result res;
+    const struct rk_conf_array *a = NULL;
+    r = asm_for_serve(o.config, argv[optind], &conf, &a, &res);
+    if (!r) {
+        serve_apply_conf(&o, a);
+        r = serve_main(&o, res.n, res.members);
     }
-    char rundir[4096] = "", listen[4200];
-    if ((r = serve_source(&o, rundir, sizeof(rundir), listen, sizeof(listen))))
-        return r;
-    r = serve_run(&o, n, argv + optind);
-    if (rundir[0])
-        rmdir(rundir);
+    asm_free(&res);
+    rk_conf_free(&conf);
     return r;
 }

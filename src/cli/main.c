@@ -28,6 +28,7 @@ static const char main_usage[] =
     "  fail     mark a member of a served array failed\n"
     "  replace  rebuild a failed slot onto a new member (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
+    "  assemble find the members of the arrays of the config file by their superblocks\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
@@ -82,6 +83,8 @@ int main(int argc, char **argv)
         return cli_replace(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
+    if (!strcmp(cmd, "assemble"))
+        return cli_assemble(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
 }

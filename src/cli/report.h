@@ -63,4 +63,8 @@ int cli_lock_holder(const char *path, char *out, size_t len);
  * process holds the lock of, else "" — appended to the one-line error. Returns out. */
 const char *cli_busy_hint(const char *const *paths, int n, char *out, size_t len);
 
+/* The --test state (CLI_EXIT_OK, _DEGRADED, _RECOVERING, _BROKEN) of the array an
+ * rk_volume_info JSON document describes, as the members it was given leave it (cmd_info.c). */
+int cli_info_state(const cJSON *doc);
+
 #endif

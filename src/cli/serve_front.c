@@ -2,6 +2,7 @@
 #include "cli/serve_front.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -165,6 +166,25 @@ void front_uri(const char *listen, const char *export_name, char *uri, size_t le
         snprintf(uri, len, "nbd+unix:///%s?socket=%s", e,
                  strncmp(listen, "unix:", 5) ? listen : listen + 5);
     }
+}
+
+void front_notify(const char *state)
+{
+    const char *p = getenv("NOTIFY_SOCKET");
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t l = p ? strlen(p) : 0;
+    if (!l || l >= sizeof(sa.sun_path) || (p[0] != '/' && p[0] != '@'))
+        return;
+    memcpy(sa.sun_path, p, l);
+    if (p[0] == '@')
+        sa.sun_path[0] = '\0'; /* abstract namespace */
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    ssize_t w = sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa,
+                       (socklen_t)(offsetof(struct sockaddr_un, sun_path) + l));
+    (void)w;
+    close(fd);
 }
 
 int front_pidfile_write(const char *path, char *err, size_t errlen)

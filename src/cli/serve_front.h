@@ -45,6 +45,11 @@ int front_private_listen(char *dir, size_t dlen, char *listen, size_t llen, char
  * the export is left out (the default export matches too) unless it is URI-safe. */
 void front_uri(const char *listen, const char *export_name, char *uri, size_t len);
 
+/* Tell systemd's service manager state (e.g. "READY=1"), as sd_notify(3) does without
+ * libsystemd: one datagram to $NOTIFY_SOCKET (a path, or @abstract). No-op when unset;
+ * errors are ignored (a notification is advisory). */
+void front_notify(const char *state);
+
 /* Write our pid and a newline to path (0644, atomically via rename). 0, or -1 with err. */
 int front_pidfile_write(const char *path, char *err, size_t errlen);
 
