@@ -211,6 +211,17 @@ static void asm_report(const struct rk_conf_array *a, struct asm_result *res, cJ
         if (!out)
             printf("  slot %-3d %-11s %s\n", slot, asm_str(it, "state"), p ? p : "(missing)");
     }
+    const cJSON *mem = res->info ? cJSON_GetObjectItem(res->info, "members") : NULL;
+    cJSON_ArrayForEach(it, mem)
+    {
+        /* A file of this array that assembly will not use (stale: a lower event counter). */
+        if (strcmp(asm_str(it, "status"), "ok")) {
+            char why[300];
+            snprintf(why, sizeof(why), "%s%s%s", asm_str(it, "status"),
+                     asm_str(it, "reason")[0] ? ": " : "", asm_str(it, "reason"));
+            asm_skip(res, asm_str(it, "path"), why);
+        }
+    }
     cJSON_ArrayForEach(it, res->skipped)
     {
         if (!out)
