@@ -18,6 +18,7 @@
 #include "cli/manage.h"
 #include "cli/report.h"
 #include "core/util.h"
+#include "ctl/control.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 
@@ -656,13 +657,18 @@ int cli_scrub(int argc, char **argv)
     rk_raid_progress(raid, &p);
     struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX];
     int nmm = rk_raid_scrub_mismatches(raid, true, mm, RK_RAID_MISMATCH_MAX);
+    /* --json: the same last_scrub object the control socket's status gives */
+    cJSON *st = o.json && !r ? rk_control_status_tree(vol) : NULL;
+    cJSON *ls = st ? cJSON_DetachItemFromObject(st, "last_scrub") : NULL;
+    cJSON_Delete(st);
     int rc = rk_volume_close(vol);
-    if (r || rc) {
-        fprintf(stderr, "raidkit scrub: %s\n", strerror(-(r ? r : rc)));
+    if (r || rc || (o.json && !cJSON_IsObject(ls))) {
+        fprintf(stderr, "raidkit scrub: %s\n", strerror(r || rc ? -(r ? r : rc) : ENOMEM));
+        cJSON_Delete(ls);
         return CLI_EXIT_FAIL;
     }
     if (o.json)
-        return mgmt_scrub_json(&p, mm, nmm);
+        return cli_print_json(ls);
     printf("scrub finished: %" PRIu64 " mismatches, %" PRIu64 " repaired, %" PRIu64
            " read errors\n",
            p.last_mismatches, p.last_repaired, p.last_errors);

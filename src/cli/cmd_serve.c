@@ -159,6 +159,11 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     }
     memcpy(slot, arg, sl);
     slot[sl] = '\0';
+    char serr[512];
+    if (rk_fault_check_spec(colon + 1, serr, sizeof(serr))) {
+        fprintf(stderr, "raidkit serve: --debug-fault %s: %s\n", arg, serr);
+        return CLI_EXIT_USAGE;
+    }
     if (!strcmp(slot, "all") && !*fault_all) {
         *fault_all = colon + 1;
         return 0;
@@ -173,6 +178,52 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     return 0;
 }
 
+/* The options without a value check (front-end conventions, logging, --config). */
+enum { OPT_RUN = 1100, OPT_EXIT_WITH_PARENT, OPT_CONFIG };
+
+/* Option c of serve_front_opt's set (and --listen) into o: 1 done, 0 when c is not one of
+ * them, CLI_EXIT_USAGE after a message. */
+static int serve_front_opt(struct serve_opts *o, int c)
+{
+    char err[512];
+    switch (c) {
+    case 'L':
+        if (front_check_listen(optarg, err, sizeof(err))) {
+            fprintf(stderr, "raidkit serve: %s\n", err);
+            return CLI_EXIT_USAGE;
+        }
+        o->no.listen = optarg;
+        o->listen_given = true;
+        break;
+    case 'f':
+        break; /* always in the foreground */
+    case 's':
+        o->single = true;
+        break;
+    case OPT_RUN:
+        o->run = optarg;
+        break;
+    case OPT_EXIT_WITH_PARENT:
+        o->exit_with_parent = true;
+        break;
+    case 'P':
+        o->pidfile = optarg;
+        break;
+    case OPT_CONFIG:
+        o->config = optarg;
+        break;
+    case 'v':
+        rk_log_set_level(RK_LOG_DEBUG);
+        break;
+    case 'q':
+        rk_log_set_level(RK_LOG_WARN);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -181,9 +232,6 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         OPT_EMULATE,
         OPT_REBUILD_RATE,
         OPT_FORCE,
-        OPT_RUN,
-        OPT_EXIT_WITH_PARENT,
-        OPT_CONFIG
     };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
@@ -211,39 +259,12 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":L:e:rdft:c:hsP:vq", longopts, NULL)) != -1) {
         uint64_t v;
-        char lerr[512];
+        int fr = serve_front_opt(o, c);
+        if (fr == 1)
+            continue;
+        if (fr)
+            return fr;
         switch (c) {
-        case 'L':
-            if (front_check_listen(optarg, lerr, sizeof(lerr))) {
-                fprintf(stderr, "raidkit serve: %s\n", lerr);
-                return CLI_EXIT_USAGE;
-            }
-            o->no.listen = optarg;
-            o->listen_given = true;
-            break;
-        case 'f':
-            break; /* always in the foreground */
-        case 's':
-            o->single = true;
-            break;
-        case OPT_RUN:
-            o->run = optarg;
-            break;
-        case OPT_EXIT_WITH_PARENT:
-            o->exit_with_parent = true;
-            break;
-        case 'P':
-            o->pidfile = optarg;
-            break;
-        case OPT_CONFIG:
-            o->config = optarg;
-            break;
-        case 'v':
-            rk_log_set_level(RK_LOG_DEBUG);
-            break;
-        case 'q':
-            rk_log_set_level(RK_LOG_WARN);
-            break;
         case 'e':
             if (strlen(optarg) > 4096) {
                 fprintf(stderr, "raidkit serve: export name longer than 4096 bytes\n");
@@ -271,10 +292,6 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         case OPT_DEBUG_FAULT:
             if (serve_fault(&o->oo, &o->fault_all, optarg))
                 return CLI_EXIT_USAGE;
-            if (rk_fault_check_spec(strchr(optarg, ':') + 1, lerr, sizeof(lerr))) {
-                fprintf(stderr, "raidkit serve: --debug-fault %s: %s\n", optarg, lerr);
-                return CLI_EXIT_USAGE;
-            }
             break;
         case OPT_EMULATE: {
             char eerr[512] = "";

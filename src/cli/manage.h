@@ -1,5 +1,5 @@
 /* Helpers of the management commands (cmd_manage.c) kept apart from it: which options each
- * command takes, the --test state of a status document, an offline scrub's JSON result. */
+ * command takes, the --test state of a status document. */
 #ifndef RK_CLI_MANAGE_H
 #define RK_CLI_MANAGE_H
 
@@ -16,10 +16,5 @@ int mgmt_applies_to(const char *cmd, int c, const char *lname);
  * rebuild CLI_EXIT_BROKEN, a running rebuild/resync CLI_EXIT_RECOVERING, degraded
  * CLI_EXIT_DEGRADED, else CLI_EXIT_OK. */
 int mgmt_state(const cJSON *st);
-
-/* Print an offline scrub's result (p's last_* counts and the nmm mismatches of mm) as JSON on
- * stdout, shaped as status's last_scrub: mismatches, repaired, read_errors, mismatch_list.
- * CLI_EXIT_OK, or CLI_EXIT_FAIL when out of memory. */
-int mgmt_scrub_json(const struct rk_raid_progress *p, const struct rk_raid_mismatch *mm, int nmm);
 
 #endif

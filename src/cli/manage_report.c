@@ -48,24 +48,3 @@ int mgmt_state(const cJSON *st)
         return CLI_EXIT_RECOVERING;
     return cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? CLI_EXIT_DEGRADED : CLI_EXIT_OK;
 }
-
-int mgmt_scrub_json(const struct rk_raid_progress *p, const struct rk_raid_mismatch *mm, int nmm)
-{
-    cJSON *o = cJSON_CreateObject(), *list = cJSON_CreateArray();
-    cJSON_AddNumberToObject(o, "mismatches", (double)p->last_mismatches);
-    cJSON_AddNumberToObject(o, "repaired", (double)p->last_repaired);
-    cJSON_AddNumberToObject(o, "read_errors", (double)p->last_errors);
-    for (int i = 0; i < nmm && i < RK_RAID_MISMATCH_MAX; i++) {
-        cJSON *m = cJSON_CreateObject();
-        cJSON_AddNumberToObject(m, "slot", mm[i].slot);
-        cJSON_AddNumberToObject(m, "member_offset", (double)mm[i].member_off);
-        cJSON_AddNumberToObject(m, "len", (double)mm[i].len);
-        if (mm[i].array_off != RK_RAID_NO_ARRAY_OFF)
-            cJSON_AddNumberToObject(m, "array_offset", (double)mm[i].array_off);
-        cJSON_AddStringToObject(m, "kind", rk_raid_mismatch_kind_name(mm[i].kind));
-        cJSON_AddStringToObject(m, "repaired", rk_raid_fix_name(mm[i].fixed));
-        cJSON_AddItemToArray(list, m);
-    }
-    cJSON_AddItemToObject(o, "mismatch_list", list);
-    return cli_print_json(o);
-}
