@@ -37,10 +37,13 @@ for u in raidkit@.service raidkit@.socket; do
         fail "$u not installed"
 done
 
-# 2. The example program built against the staged raidkit.pc only.
+# 2. The example program built against the staged raidkit.pc only (with the sanitizers when the
+# library was built with them: make check-asan).
 export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$work/stage
 flags=$(pkg-config --cflags --libs raidkit) || fail "pkg-config raidkit"
-cc -std=c11 -Wall -Werror -o "$work/volume_rw" "$RAIDKIT_SOURCE_DIR/examples/volume_rw.c" $flags ||
+san=""
+readelf -d "$libdir/libraidkit.so" | grep -q 'NEEDED.*libasan' && san="-fsanitize=address,undefined"
+cc $san -std=c11 -Wall -Werror -o "$work/volume_rw" "$RAIDKIT_SOURCE_DIR/examples/volume_rw.c" $flags ||
     fail "example does not build against the staged raidkit.pc"
 readelf -d "$work/volume_rw" | grep -q "NEEDED.*$soname" || fail "example not linked to $soname"
 mkdir "$work/members"
@@ -50,7 +53,7 @@ grep -q 'degraded read (slot 1 missing): ok' "$work/example.out" || fail "exampl
     grep -q raid5 || fail "raidkit info on the example's members"
 # The static archive links too (Libs.private and Requires.private through --static).
 static_libs=$(pkg-config --libs --static raidkit | sed 's/-lraidkit//')
-cc -std=c11 -o "$work/volume_rw_static" "$RAIDKIT_SOURCE_DIR/examples/volume_rw.c" \
+cc $san -std=c11 -o "$work/volume_rw_static" "$RAIDKIT_SOURCE_DIR/examples/volume_rw.c" \
     $(pkg-config --cflags raidkit) "$libdir/libraidkit.a" $static_libs ||
     fail "example does not link against the staged libraidkit.a"
 readelf -d "$work/volume_rw_static" | grep -q "NEEDED.*libraidkit" && fail "static link used the .so"
