@@ -105,6 +105,7 @@ EOP
     # shellcheck disable=SC2086
     systemd-socket-activate -E NOTIFY_SOCKET="$notify" -l "$T/act.sock" "$RAIDKIT" $cmd 2>"$T/act.log" &
     apid=$!
+    RK_PID=$apid # systemd-socket-activate execs the service: rk_cleanup stops it on a failure
     for i in $(seq 50); do [ -S "$T/act.sock" ] && break; sleep 0.1; done
     out=$(timeout 20 nbdinfo --size "nbd+unix:///?socket=$T/act.sock") || rk_fail "socket-activated service: $(cat "$T/act.log")"
     [ "$out" = "$size" ] || rk_fail "socket-activated service exported $out bytes"
@@ -113,6 +114,7 @@ EOP
     kill -TERM "$apid"
     wait "$apid"
     rc=$?
+    RK_PID=""
     [ $rc -eq 0 ] || rk_fail "the service exited $rc after SIGTERM: $(cat "$T/act.log")"
     wait "$npid"
     grep -q STOPPING=1 "$T/notify.out" || rk_fail "no STOPPING=1 on NOTIFY_SOCKET"
