@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS  ?= $(shell nproc)
 MAKEFLAGS += --no-print-directory
 
-.PHONY: all deps build demo demo-raid10 check check-asan format clean bench
+.PHONY: all deps build demo demo-raid10 check check-asan format clean bench install install-only
 
 all: build
 
@@ -33,6 +33,15 @@ check-asan: deps
 	@cmake --build $(BUILD)-asan -j $(JOBS)
 	@cd $(BUILD)-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
+
+# Install into PREFIX (default /usr/local; DESTDIR=DIR stages it): binary, libraidkit.so/.a,
+# headers, raidkit.pc, man pages, bash completion, systemd units, docs. install-only skips the build.
+PREFIX ?= /usr/local
+install: build
+	@$(MAKE) install-only
+
+install-only:
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 format:
 	@bash scripts/check-format.sh

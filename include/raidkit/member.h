@@ -138,6 +138,10 @@ int rk_fault_last_cut(struct rk_dev *dev, struct rk_fault_cut_stats *out);
  * whole spec is valid. Returns 0 or -EINVAL, with a message in err (errlen bytes).
  */
 int rk_fault_apply_spec(struct rk_dev *dev, const char *spec, char *err, size_t errlen);
+/* Check spec as rk_fault_apply_spec would (syntax, values, at most 16 EIO ranges) without a
+ * device: 0, or -EINVAL with the same message in err. Lets a caller refuse a bad spec before
+ * it opens anything. */
+int rk_fault_check_spec(const char *spec, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

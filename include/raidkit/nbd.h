@@ -18,14 +18,28 @@ extern "C" {
 #define RK_NBD_TLS_ON      1 /* STARTTLS offered; plaintext clients still served */
 #define RK_NBD_TLS_REQUIRE 2 /* every option before STARTTLS gets NBD_REP_ERR_TLS_REQD */
 
+/* Where a server's connections come from (rk_nbd_opts.source). */
+enum rk_nbd_source {
+    RK_NBD_SOURCE_LISTEN = 0, /* bind and listen on opts->listen */
+    /* opts->fd is a bound, listening stream socket (systemd socket activation, or one made by
+     * rk_nbd_listen before anything else was touched); the server owns it from create on.
+     * opts->listen, when "unix:PATH", names its socket file (removed at destroy), else NULL. */
+    RK_NBD_SOURCE_LISTEN_FD,
+    /* opts->fd is one connected stream socket (serve --single: stdin); the server owns it,
+     * serves that one connection, and rk_nbd_server_run returns when it ends. */
+    RK_NBD_SOURCE_CONN_FD,
+};
+
 struct rk_nbd_opts {
-    const char *listen;      /* "unix:PATH" (default kind) or "tcp:HOST:PORT" / "tcp:PORT"
-                              * (host defaults to 127.0.0.1) */
-    const char *export_name; /* name of the export; "" (the default export) also matches */
-    const char *description; /* NBD_INFO_DESCRIPTION text, may be NULL */
-    bool read_only;          /* advertise READ_ONLY and refuse writes with EPERM */
-    int threads;             /* worker threads serving requests; 0 = default (32) */
-    uint32_t max_request;    /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
+    const char *listen;        /* "unix:PATH" (default kind) or "tcp:HOST:PORT" / "tcp:PORT"
+                                * (host defaults to 127.0.0.1) */
+    enum rk_nbd_source source; /* default RK_NBD_SOURCE_LISTEN */
+    int fd;                    /* the socket of RK_NBD_SOURCE_LISTEN_FD / _CONN_FD */
+    const char *export_name;   /* name of the export; "" (the default export) also matches */
+    const char *description;   /* NBD_INFO_DESCRIPTION text, may be NULL */
+    bool read_only;            /* advertise READ_ONLY and refuse writes with EPERM */
+    int threads;               /* worker threads serving requests; 0 = default (32) */
+    uint32_t max_request;      /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
     /* Unix socket file permissions, in place from the moment the socket appears
      * (docs/SECURITY.md): mode bits (0 = 0600), and owner/group when the *_set flags say so. */
     uint32_t socket_mode;
@@ -41,8 +55,18 @@ struct rk_nbd_opts {
 
 struct rk_nbd_server;
 
-/* Create a server for dev (not owned) and bind/listen on opts->listen. A stale unix socket
- * file is replaced. Returns 0 and *out, or -errno with a message in err. */
+/* Bind and listen on listen ("unix:PATH" or "tcp:[HOST:]PORT", as rk_nbd_opts.listen): a stale
+ * unix socket file is replaced, a live one (a server accepts on it) refused. Returns 0 and the
+ * socket in *fd (close-on-exec, caller owns it; pass it as RK_NBD_SOURCE_LISTEN_FD), or -errno
+ * with a message in err. A unix socket gets perm's socket_mode/owner/group (perm NULL: 0600, the
+ * server's user) before it appears at its path. Lets a caller bind before it touches anything
+ * else. */
+int rk_nbd_listen(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *err,
+                  size_t errlen);
+
+/* Create a server for dev (not owned) and bind/listen on opts->listen (or take opts->fd, as
+ * opts->source says). A stale unix socket file is replaced. Returns 0 and *out, or -errno
+ * with a message in err (an fd given is closed then too). */
 int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
                          struct rk_nbd_server **out, char *err, size_t errlen);
 

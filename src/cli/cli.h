@@ -34,5 +34,6 @@ int mgmt_check(const char *cmd, const struct cJSON *reply);
 /* The "cache:" lines of `raidkit status` for the status document's "cache" object (nothing for
  * null or absent). */
 void cli_cache_print_status(const struct cJSON *cache);
+int cli_assemble(int argc, char **argv);
 
 #endif

@@ -1,5 +1,5 @@
-/* `raidkit create` and `raidkit info`: build a new array on member files, and describe the
- * superblocks of existing members. Validation happens in rk_volume_create before any write. */
+/* `raidkit create`: build a new array on member files. Validation happens here (what the command
+ * line alone decides, exit 2) and in rk_volume_create (members) before any write. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -7,14 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "core/util.h"
 #include "raidkit/volume.h"
 
 static const char create_usage[] =
     "Usage: raidkit create --level LEVEL [--chunk SIZE] [--name NAME] [--size SIZE] [--force]\n"
     "                      [--assume-clean] [--bitmap internal|none] [--bitmap-region SIZE]\n"
-    "                      [--write-hole ppl|none] MEMBER...\n"
+    "                      [--write-hole ppl|none] [--json] MEMBER...\n"
     "\n"
     "Write a raidkit superblock to every MEMBER (in slot order) and build a new array.\n"
     "\n"
@@ -35,10 +38,13 @@ static const char create_usage[] =
     "      --write-hole ppl|none  raid5/raid6: close the write hole with a partial parity log\n"
     "                     in every member's metadata area (default ppl), or not (none: a crash\n"
     "                     while degraded can corrupt data, and such a start needs --force)\n"
+    "  -j, --json         print the new array as `raidkit info --json` does\n"
     "  -h, --help         show this help\n"
     "\n"
     "Members need at least 1 MiB (superblock and metadata area) plus one chunk. Every argument\n"
-    "and member is checked before anything is written. With redundancy (raid1/10/5/6) the\n"
+    "and member is checked before anything is written; --assume-clean, --bitmap and\n"
+    "--bitmap-region need a level with redundancy, --write-hole raid5 or raid6 (else exit 2). With "
+    "redundancy (raid1/10/5/6) the\n"
     "members' data areas are zeroed (hole punch / BLKZEROOUT) so the array starts consistent.\n"
     "Example: raidkit create --level 10 --size 1G m0.img m1.img m2.img m3.img\n";
 
@@ -56,10 +62,18 @@ static int create_write_hole_opt(const char *arg, int *mode)
     return 0;
 }
 
-/* Parse create's options into *o (members start at optind). 0, -1 after --help, or
+/* The parsed command line of create: the library's options plus what only the CLI needs. */
+struct create_cli {
+    struct rk_create_opts o;
+    bool json;
+    const char *given[4]; /* --assume-clean, --bitmap, --bitmap-region, --write-hole if given */
+};
+
+/* Parse create's options into *cc (members start at optind). 0, -1 after --help, or
  * CLI_EXIT_USAGE after a message. */
-static int create_parse(int argc, char **argv, struct rk_create_opts *o)
+static int create_parse(int argc, char **argv, struct create_cli *cc)
 {
+    struct rk_create_opts *o = &cc->o;
     static const struct option longopts[] = {
         {"level", required_argument, NULL, 'l'},
         {"chunk", required_argument, NULL, 'c'},
@@ -70,13 +84,14 @@ static int create_parse(int argc, char **argv, struct rk_create_opts *o)
         {"bitmap", required_argument, NULL, 'B'},
         {"bitmap-region", required_argument, NULL, 'R'},
         {"write-hole", required_argument, NULL, 'W'}, /* long option only */
+        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *level = NULL;
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":l:c:n:s:fh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":l:c:n:s:fjh", longopts, NULL)) != -1) {
         uint64_t v;
         switch (c) {
         case 'l':
@@ -118,6 +133,10 @@ static int create_parse(int argc, char **argv, struct rk_create_opts *o)
             break;
         case 'A':
             o->assume_clean = true;
+            cc->given[0] = "--assume-clean";
+            break;
+        case 'j':
+            cc->json = true;
             break;
         case 'B':
             if (strcmp(optarg, "internal") && strcmp(optarg, "none")) {
@@ -125,6 +144,7 @@ static int create_parse(int argc, char **argv, struct rk_create_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->no_bitmap = !strcmp(optarg, "none");
+            cc->given[1] = "--bitmap";
             break;
         case 'R':
             if (rk_parse_size(optarg, &v) || v == 0) {
@@ -132,10 +152,12 @@ static int create_parse(int argc, char **argv, struct rk_create_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->bitmap_region = v;
+            cc->given[2] = "--bitmap-region";
             break;
         case 'W':
             if (create_write_hole_opt(optarg, &o->write_hole))
                 return CLI_EXIT_USAGE;
+            cc->given[3] = "--write-hole";
             break;
         case 'h':
             fputs(create_usage, stdout);
@@ -156,10 +178,71 @@ static int create_parse(int argc, char **argv, struct rk_create_opts *o)
     return 0;
 }
 
+/* Smallest data area (bytes past the 1 MiB metadata area) of the n members: --size when given,
+ * else the sizes of the existing regular files; 0 when unknown (block devices: create checks). */
+static uint64_t create_min_data(const struct rk_create_opts *o, int n, char **members)
+{
+    uint64_t min = 0;
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        uint64_t sz = o->size;
+        if (!sz && (stat(members[i], &st) || !S_ISREG(st.st_mode)))
+            continue;
+        if (!sz)
+            sz = (uint64_t)st.st_size;
+        if (sz < o->size)
+            sz = o->size;
+        sz = sz > (1u << 20) ? sz - (1u << 20) : 0;
+        if (!min || sz < min)
+            min = sz;
+    }
+    return min;
+}
+
+/* The checks that need only the command line (and member sizes): member count for the level,
+ * options the level does not take, a bitmap region larger than a member's data area.
+ * 0 or CLI_EXIT_USAGE after a message. */
+static int create_check_args(const struct create_cli *cc, int n, char **members)
+{
+    const struct rk_create_opts *o = &cc->o;
+    const char *lv = rk_level_name(o->level);
+    int min = rk_level_min_members(o->level);
+    if (min > 0 && (n < min || n > RK_MAX_MEMBERS)) {
+        fprintf(stderr, "raidkit create: %s needs %d..%d members, got %d\n", lv, min,
+                RK_MAX_MEMBERS, n);
+        return CLI_EXIT_USAGE;
+    }
+    bool redundant = rk_level_max_failed(o->level, (uint32_t)n) > 0;
+    for (int i = 0; i < 3; i++)
+        if (cc->given[i] && !redundant) {
+            fprintf(stderr, "raidkit create: %s does not apply to %s (no redundancy)\n",
+                    cc->given[i], lv);
+            return CLI_EXIT_USAGE;
+        }
+    if (cc->given[3] && o->level != RK_LEVEL_RAID5 && o->level != RK_LEVEL_RAID6) {
+        fprintf(stderr, "raidkit create: --write-hole applies to raid5 and raid6 only, not %s\n",
+                lv);
+        return CLI_EXIT_USAGE;
+    }
+    if (o->bitmap_region && o->no_bitmap) {
+        fprintf(stderr, "raidkit create: --bitmap-region with --bitmap none\n");
+        return CLI_EXIT_USAGE;
+    }
+    uint64_t data = create_min_data(o, n, members);
+    if (o->bitmap_region && data && o->bitmap_region > data) {
+        char a[32], b[32];
+        fprintf(stderr,
+                "raidkit create: bad --bitmap-region %s: larger than a member's data area (%s)\n",
+                rk_format_size(o->bitmap_region, a, sizeof(a)), rk_format_size(data, b, sizeof(b)));
+        return CLI_EXIT_USAGE;
+    }
+    return 0;
+}
+
 int cli_create(int argc, char **argv)
 {
-    struct rk_create_opts o = {.level = -100};
-    int r = create_parse(argc, argv, &o);
+    struct create_cli cc = {.o = {.level = -100}};
+    int r = create_parse(argc, argv, &cc);
     if (r)
         return r < 0 ? CLI_EXIT_OK : r;
     int n = argc - optind;
@@ -167,65 +250,24 @@ int cli_create(int argc, char **argv)
         fprintf(stderr, "raidkit create: no members given (see raidkit create --help)\n");
         return CLI_EXIT_USAGE;
     }
+    char **members = argv + optind;
+    if ((r = create_check_args(&cc, n, members)))
+        return r;
     char err[512] = "";
-    r = rk_volume_create((const char *const *)argv + optind, n, &o, err, sizeof(err));
+    r = rk_volume_create((const char *const *)members, n, &cc.o, err, sizeof(err));
     if (r) {
-        fprintf(stderr, "raidkit create: %s\n", err[0] ? err : strerror(-r));
+        char hint[4200];
+        fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
         return CLI_EXIT_FAIL;
     }
-    printf("created %s array over %d member%s\n", rk_level_name(o.level), n, n == 1 ? "" : "s");
-    return CLI_EXIT_OK;
-}
-
-static const char info_usage[] =
-    "Usage: raidkit info [--json] MEMBER...\n"
-    "\n"
-    "Read the superblocks of MEMBER files (read-only) and show the array they belong to: UUID,\n"
-    "name, level, chunk, size, event counter, clean/dirty, and each member's slot and state.\n"
-    "Unreadable, foreign, stale or corrupt members are named with the reason.\n"
-    "\n"
-    "  -j, --json   print one JSON document (for scripts)\n"
-    "  -h, --help   show this help\n";
-
-int cli_info(int argc, char **argv)
-{
-    static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    bool json = false;
-    int c;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "jh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            fputs(info_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            fprintf(stderr, "raidkit info: unknown option '%s' (see raidkit info --help)\n",
-                    argv[optind - 1]);
-            return CLI_EXIT_USAGE;
-        }
+    if (cc.json) {
+        char *text = rk_volume_info((const char *const *)members, n, true, err, sizeof(err));
+        if (text)
+            puts(text);
+        free(text);
+        return text ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     }
-    int n = argc - optind;
-    if (n <= 0) {
-        fprintf(stderr, "raidkit info: no members given (see raidkit info --help)\n");
-        return CLI_EXIT_USAGE;
-    }
-    char err[512] = "";
-    char *text = rk_volume_info((const char *const *)argv + optind, n, json, err, sizeof(err));
-    if (!text) {
-        fprintf(stderr, "raidkit info: %s\n", err[0] ? err : "cannot read any member");
-        return CLI_EXIT_FAIL;
-    }
-    fputs(text, stdout);
-    size_t len = strlen(text);
-    if (len && text[len - 1] != '\n')
-        fputc('\n', stdout);
-    free(text);
+    printf("created %s array over %d member%s\n", rk_level_name(cc.o.level), n, n == 1 ? "" : "s");
     return CLI_EXIT_OK;
 }

@@ -15,11 +15,19 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "cli/manage.h"
+#include "cli/report.h"
 #include "core/util.h"
+#include "ctl/control.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 
 #define MiB (1024.0 * 1024.0)
+
+/* Output choices of the running command (one command per process): --json, and how a job
+ * reports progress (--progress / --no-progress). */
+static bool mgmt_json;
+static enum cli_progress_mode mgmt_progress;
 
 /* Send one request line to the control socket and parse the reply. NULL with a message on
  * stderr (prefixed by cmd) when the socket or the reply is unusable. */
@@ -131,11 +139,13 @@ static void mgmt_job_line(const cJSON *job, char *out, size_t len)
         snprintf(what, sizeof(what), "scrub (%s)",
                  cJSON_IsTrue(cJSON_GetObjectItem(job, "repair")) ? "repair" : "check");
     double eta = mgmt_num(job, "eta_s");
-    char etas[32] = "unknown";
-    if (eta >= 0)
-        snprintf(etas, sizeof(etas), "%.0f s", eta);
-    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s, ETA %s%s%s", what, state,
-             mgmt_num(job, "percent"), mgmt_num(job, "rate_mib_s"), etas,
+    char etas[40] = ", ETA unknown";
+    if (strcmp(state, "running"))
+        etas[0] = '\0'; /* a finished job has no ETA */
+    else if (eta >= 0)
+        snprintf(etas, sizeof(etas), ", ETA %.0f s", eta);
+    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s%s%s%s", what, state, mgmt_num(job, "percent"),
+             mgmt_num(job, "rate_mib_s"), etas,
              cJSON_GetObjectItem(job, "error") ? ", error: " : "", mgmt_str(job, "error"));
 }
 
@@ -244,6 +254,8 @@ static bool mgmt_resync_running(const char *path)
  * Returns the final job state's exit status. */
 static int mgmt_wait_job(const char *cmd, const char *path)
 {
+    struct cli_progress prog;
+    cli_progress_init(&prog, cmd, mgmt_progress);
     for (;;) {
         cJSON *reply;
         cJSON *st = mgmt_status(cmd, path, &reply);
@@ -256,9 +268,19 @@ static int mgmt_wait_job(const char *cmd, const char *path)
         mgmt_job_line(job, line, sizeof(line));
         bool running = !strcmp(mgmt_str(job, "state"), "running");
         bool failed = !strcmp(mgmt_str(job, "state"), "failed");
+        if (running)
+            cli_progress_update(&prog, (uint64_t)(mgmt_num(job, "percent") * 100), 10000,
+                                mgmt_num(job, "rate_mib_s") * MiB, mgmt_num(job, "eta_s"));
         if (!running) {
+            cli_progress_end(&prog);
             fprintf(stderr, "raidkit %s: %s\n", cmd, line);
-            if (!strcmp(mgmt_str(job, "kind"), "scrub")) {
+            if (mgmt_json) {
+                /* A scrub that ran prints its result (last_scrub), anything else the job. */
+                const cJSON *src = job;
+                if (!strcmp(mgmt_str(job, "kind"), "scrub") && !failed)
+                    src = cJSON_GetObjectItem(st, "last_scrub");
+                cli_print_json(cJSON_Duplicate(src, true));
+            } else if (!strcmp(mgmt_str(job, "kind"), "scrub")) {
                 printf("scrub finished: %.0f mismatches, %.0f repaired, %.0f read errors\n",
                        mgmt_num(job, "mismatches"), mgmt_num(job, "repaired"),
                        mgmt_num(job, "bad_ranges"));
@@ -274,7 +296,7 @@ static int mgmt_wait_job(const char *cmd, const char *path)
 }
 
 static const char status_usage[] =
-    "Usage: raidkit status [--json] --control PATH\n"
+    "Usage: raidkit status [--json] [--test] --control PATH\n"
     "\n"
     "Show the live state of a served array: level, size, members and their states (rebuild\n"
     "progress), degraded or not, the running rebuild/scrub with rate and ETA, the last scrub's\n"
@@ -282,17 +304,24 @@ static const char status_usage[] =
     "\n"
     "  -c, --control PATH  the control socket of `raidkit serve --control PATH`\n"
     "  -j, --json          print the JSON document (for scripts)\n"
+    "  -t, --test          exit status = the array's state: 0 healthy, 3 degraded,\n"
+    "                      4 recovering (rebuild or resync running), 5 failed (data unreadable)\n"
     "  -h, --help          show this help\n";
 
 static const char fail_usage[] =
-    "Usage: raidkit fail --slot N --control PATH\n"
+    "Usage: raidkit fail --slot N [--json] --control PATH\n"
     "\n"
     "Mark the member in slot N of a served array failed (maintenance, tests). Refused when the\n"
-    "array would lose data.\n";
+    "array would lose data.\n"
+    "\n"
+    "  -s, --slot N        the slot to fail\n"
+    "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -j, --json          print the server's reply as JSON\n"
+    "  -h, --help          show this help\n";
 
 static const char replace_usage[] =
-    "Usage: raidkit replace --slot N --with NEWMEMBER [--rate MIB] [--wait] (--control PATH |\n"
-    "                       MEMBER...)\n"
+    "Usage: raidkit replace --slot N --with NEWMEMBER [--rate MIB] [--wait] [--json]\n"
+    "                       [--progress|--no-progress] (--control PATH | MEMBER...)\n"
     "\n"
     "Rebuild slot N onto NEWMEMBER (an existing file or device, at least as large as the slot\n"
     "needs, not holding another array's superblock). The slot must be failed or missing: fail\n"
@@ -305,6 +334,10 @@ static const char replace_usage[] =
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -W, --wait          online: wait until the rebuild ended\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -j, --json          print the result as JSON\n"
+    "  -P, --progress      draw a progress bar on stderr even when it is no terminal\n"
+    "      --no-progress   no progress output (default: a bar on a terminal, else a log line\n"
+    "                      per 10 %)\n"
     "  -h, --help          show this help\n";
 
 static const char readd_usage[] =
@@ -325,7 +358,8 @@ static const char readd_usage[] =
     "  -h, --help          show this help\n";
 
 static const char scrub_usage[] =
-    "Usage: raidkit scrub [--repair] [--rate MIB] [--no-wait] (--control PATH | MEMBER...)\n"
+    "Usage: raidkit scrub [--repair] [--rate MIB] [--no-wait] [--json] [--progress|--no-progress]\n"
+    "                     (--control PATH | MEMBER...)\n"
     "\n"
     "Compare every copy (raid1/10) or parity (raid5/6) of the array and count mismatched\n"
     "chunks/stripes. --repair rewrites what the redundancy can tell is wrong: raid1 with 3+\n"
@@ -341,6 +375,10 @@ static const char scrub_usage[] =
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -n, --no-wait       online: only start it (see raidkit status)\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "  -j, --json          print the result (counts and mismatch_list) as JSON\n"
+    "  -P, --progress      draw a progress bar on stderr even when it is no terminal\n"
+    "      --no-progress   no progress output (default: a bar on a terminal, else a log line\n"
+    "                      per 10 %)\n"
     "  -h, --help          show this help\n";
 
 /* Shared option parsing of the management commands. */
@@ -348,32 +386,42 @@ struct mgmt_opts {
     const char *control, *with;
     int64_t slot;
     uint64_t rate;
-    bool json, wait, repair, no_wait;
+    bool json, wait, repair, no_wait, test;
 };
 
 static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
                       struct mgmt_opts *o)
 {
     static const struct option longopts[] = {
-        {"control", required_argument, NULL, 'c'}, {"json", no_argument, NULL, 'j'},
-        {"slot", required_argument, NULL, 's'},    {"with", required_argument, NULL, 'w'},
-        {"rate", required_argument, NULL, 'r'},    {"wait", no_argument, NULL, 'W'},
-        {"repair", no_argument, NULL, 'R'},        {"no-wait", no_argument, NULL, 'n'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"control", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"slot", required_argument, NULL, 's'},
+        {"with", required_argument, NULL, 'w'},
+        {"rate", required_argument, NULL, 'r'},
+        {"wait", no_argument, NULL, 'W'},
+        {"repair", no_argument, NULL, 'R'},
+        {"no-wait", no_argument, NULL, 'n'},
+        {"test", no_argument, NULL, 't'},
+        {"progress", no_argument, NULL, 'P'},
+        {"no-progress", no_argument, NULL, 'N'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    int c;
+    int c, li;
     memset(o, 0, sizeof(*o));
     o->slot = -1;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":c:js:w:r:WRnh", longopts, NULL)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, ":c:js:w:r:WRntPh", longopts, &li)) != -1) {
         uint64_t v;
+        if (c != ':' && c != '?' && mgmt_applies_to(cmd, c, li >= 0 ? longopts[li].name : NULL))
+            return CLI_EXIT_USAGE;
         switch (c) {
         case 'c':
             o->control = optarg;
             break;
         case 'j':
-            o->json = true;
+            o->json = mgmt_json = true;
             break;
         case 's':
             if (rk_parse_u64(optarg, &v) || v >= RK_MAX_MEMBERS) {
@@ -403,6 +451,15 @@ static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
         case 'n':
             o->no_wait = true;
             break;
+        case 't':
+            o->test = true;
+            break;
+        case 'P':
+            mgmt_progress = CLI_PROGRESS_ON;
+            break;
+        case 'N':
+            mgmt_progress = CLI_PROGRESS_OFF;
+            break;
         case 'h':
             fputs(usage, stdout);
             return -1;
@@ -431,6 +488,7 @@ int cli_status(int argc, char **argv)
     }
     cJSON *reply;
     cJSON *st = mgmt_status("status", o.control, &reply);
+    int rc = st ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (st) {
         if (o.json) {
             char *t = cJSON_Print(st);
@@ -440,9 +498,11 @@ int cli_status(int argc, char **argv)
         } else {
             mgmt_print_status(st);
         }
+        if (o.test)
+            rc = mgmt_state(st);
     }
     cJSON_Delete(reply);
-    return st ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    return rc;
 }
 
 int cli_fail(int argc, char **argv)
@@ -461,29 +521,37 @@ int cli_fail(int argc, char **argv)
     cJSON_AddNumberToObject(req, "slot", (double)o.slot);
     cJSON *reply = mgmt_call("fail", o.control, req);
     int rc = reply ? mgmt_check("fail", reply) : CLI_EXIT_FAIL;
+    if (!rc && o.json) {
+        cJSON_AddNumberToObject(reply, "slot", (double)o.slot);
+        cJSON_AddStringToObject(reply, "state", "failed");
+        return cli_print_json(reply);
+    }
     if (!rc)
         printf("slot %" PRId64 " marked failed\n", o.slot);
     cJSON_Delete(reply);
     return rc;
 }
 
-/* Offline job: print progress on stderr about twice a second until it ends. */
+/* Offline job: report progress (cli_progress) about twice a second until it ends. */
 static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
 {
     struct rk_raid_progress p;
+    struct cli_progress prog;
+    cli_progress_init(&prog, cmd, mgmt_progress);
     for (;;) {
         rk_raid_progress(raid, &p);
         if (p.state != RK_JOB_RUNNING)
             break;
-        fprintf(stderr, "\rraidkit %s: %5.1f%% at %.1f MiB/s", cmd,
-                p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0, p.rate / MiB);
+        cli_progress_update(&prog, p.pos, p.end, p.rate, p.eta);
         usleep(500000);
     }
     int r = rk_raid_job_wait(raid);
     rk_raid_progress(raid, &p);
-    fprintf(stderr, "\rraidkit %s: %5.1f%% done%s%s\n", cmd,
-            p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0, r ? ": " : "",
-            r ? strerror(-r) : "");
+    cli_progress_end(&prog);
+    if (!mgmt_json || r)
+        fprintf(stderr, "raidkit %s: %5.1f%% done%s%s\n", cmd,
+                p.end ? 100.0 * (double)p.pos / (double)p.end : 100.0, r ? ": " : "",
+                r ? strerror(-r) : "");
     return r;
 }
 
@@ -492,9 +560,20 @@ static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, struct rk_
     struct rk_open_opts oo = {.degraded = true, .read_only = ro};
     char err[512] = "";
     int r = rk_volume_open((const char *const *)argv, argc, &oo, vol, err, sizeof(err));
+    char hint[4200];
     if (r)
-        fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
+        fprintf(stderr, "raidkit %s: %s%s\n", cmd, err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)argv, argc, hint, sizeof(hint)));
     return r;
+}
+
+/* Print obj (consumed) with "slot", "with" and "result" added, as replace --json's result. */
+static int mgmt_print_result(cJSON *obj, int64_t slot, const char *with, const char *result)
+{
+    cJSON_AddNumberToObject(obj, "slot", (double)slot);
+    cJSON_AddStringToObject(obj, "with", with);
+    cJSON_AddStringToObject(obj, "result", result);
+    return cli_print_json(obj);
 }
 
 int cli_replace(int argc, char **argv)
@@ -522,10 +601,15 @@ int cli_replace(int argc, char **argv)
         cJSON_AddNumberToObject(req, "rate", (double)o.rate);
         cJSON *reply = mgmt_call("replace", o.control, req);
         int rc = reply ? mgmt_check("replace", reply) : CLI_EXIT_FAIL;
-        cJSON_Delete(reply);
-        if (rc)
+        if (rc || (o.json && !o.wait)) {
+            if (!rc)
+                return mgmt_print_result(reply, o.slot, abs, "rebuilding");
+            cJSON_Delete(reply);
             return rc;
-        printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
+        }
+        cJSON_Delete(reply);
+        if (!o.json)
+            printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
         return o.wait ? mgmt_wait_job("replace", o.control) : CLI_EXIT_OK;
     }
     struct rk_volume *vol = NULL;
@@ -544,6 +628,8 @@ int cli_replace(int argc, char **argv)
         fprintf(stderr, "raidkit replace: %s\n", strerror(-(r ? r : rc)));
         return CLI_EXIT_FAIL;
     }
+    if (o.json)
+        return mgmt_print_result(cJSON_CreateObject(), o.slot, abs, "rebuilt");
     printf("slot %" PRId64 ": rebuilt onto %s\n", o.slot, abs);
     return CLI_EXIT_OK;
 }
@@ -590,11 +676,18 @@ int cli_scrub(int argc, char **argv)
     rk_raid_progress(raid, &p);
     struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX];
     int nmm = rk_raid_scrub_mismatches(raid, true, mm, RK_RAID_MISMATCH_MAX);
+    /* --json: the same last_scrub object the control socket's status gives */
+    cJSON *st = o.json && !r ? rk_control_status_tree(vol) : NULL;
+    cJSON *ls = st ? cJSON_DetachItemFromObject(st, "last_scrub") : NULL;
+    cJSON_Delete(st);
     int rc = rk_volume_close(vol);
-    if (r || rc) {
-        fprintf(stderr, "raidkit scrub: %s\n", strerror(-(r ? r : rc)));
+    if (r || rc || (o.json && !cJSON_IsObject(ls))) {
+        fprintf(stderr, "raidkit scrub: %s\n", strerror(r || rc ? -(r ? r : rc) : ENOMEM));
+        cJSON_Delete(ls);
         return CLI_EXIT_FAIL;
     }
+    if (o.json)
+        return cli_print_json(ls);
     printf("scrub finished: %" PRIu64 " mismatches, %" PRIu64 " repaired, %" PRIu64
            " read errors\n",
            p.last_mismatches, p.last_repaired, p.last_errors);

@@ -8,11 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/assemble.h"
 #include "cli/cli.h"
 #include "core/unixsock.h"
+#include "cli/report.h"
+#include "cli/serve_front.h"
 #include "core/util.h"
 #include "ctl/control.h"
 #include "raidkit/emul.h"
+#include "raidkit/member.h"
 #include "raidkit/nbd.h"
 #include "raidkit/volume.h"
 
@@ -24,17 +31,35 @@ static const char serve_usage[] =
     "                     [--tls off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
     "                     [--cache CACHEDEV [--cache-emulate PROFILE] [--writeback-rate MIB]]\n"
     "                     MEMBER...\n"
+    "                     [--single | --run CMD] [--exit-with-parent] [--pidfile PATH]\n"
+    "                     [-v|-q] (MEMBER... | [--config FILE] NAME)\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
     "serve it over NBD in the foreground, logging to stderr. SIGINT/SIGTERM: finish in-flight\n"
-    "requests, flush, mark the array clean, exit 0.\n"
+    "requests, flush, mark the array clean, exit 0. The socket is bound (or taken from systemd\n"
+    "socket activation, LISTEN_FDS) before any member is opened.\n"
     "\n"
     "  -L, --listen ADDR   unix:PATH (default unix:raidkit.sock) or tcp:[HOST:]PORT;\n"
     "                      TCP binds 127.0.0.1 unless HOST is given\n"
     "  -e, --export NAME   export name (default \"raidkit\"; the default export \"\" also works)\n"
     "  -r, --read-only     refuse writes (NBD READ_ONLY; writes get EPERM)\n"
     "  -d, --degraded      start even if members are missing, while redundancy allows\n"
-    "  -f, --force         start an array that is both dirty and degraded\n"
+    "      --force         start an array that is both dirty and degraded\n"
+    "  -f, --foreground    accepted for nbdkit compatibility: serve always runs in the\n"
+    "                      foreground\n"
+    "  -s, --single        serve one NBD connection on stdin/stdout (a socket: nbdfuse\n"
+    "                      --command, libnbd connect_command) and exit when it closes\n"
+    "      --run CMD       captive mode: once serving, run `sh -c CMD` with $uri, $exportname\n"
+    "                      and $unixsocket (or $port) set; stop when it exits, with its status.\n"
+    "                      Without --listen a private unix socket is used\n"
+    "      --exit-with-parent\n"
+    "                      stop cleanly (as on SIGTERM) when the parent process exits\n"
+    "  -P, --pidfile PATH  write the pid to PATH once the socket listens; removed at exit\n"
+    "  -v, --verbose       debug log lines too;  -q, --quiet: warnings and errors only\n"
+    "      --config FILE   serve NAME: the configuration file (default\n"
+    "                      /etc/raidkit/raidkit.conf) whose [array NAME] names the members\n"
+    "                      (found by superblock, as raidkit assemble --scan) and the settings\n"
+    "                      (listen, control, export, pidfile, degraded, read-only, threads)\n"
     "  -t, --threads N     worker threads serving requests (default 32)\n"
     "      --emulate PROFILE\n"
     "                      time every member like a modelled disk: a built-in profile\n"
@@ -79,12 +104,25 @@ static const char serve_usage[] =
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
 
 static struct rk_nbd_server *serve_server;
+static volatile sig_atomic_t serve_stopping; /* SIGINT/SIGTERM seen (maybe before the server) */
 
 static void serve_on_signal(int sig)
 {
     (void)sig;
+    serve_stopping = 1;
     if (serve_server)
         rk_nbd_server_stop(serve_server);
+}
+
+/* SIGINT/SIGTERM stop the server cleanly, from the start on (a signal that comes while the
+ * members are being opened stops the server as soon as it exists). */
+static void serve_signals(void)
+{
+    struct sigaction sa = {.sa_handler = serve_on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 /* The parsed command line of serve. */
@@ -96,7 +134,28 @@ struct serve_opts {
     const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
     char all_spec[512];
     struct rk_emul_params cache_emul; /* oo.cache_emul points here with --cache-emulate */
+    bool listen_given, single, exit_with_parent, export_given;
+    bool listen_conf; /* serve NAME: the configuration's listen (systemd's socket wins) */
+    const char *run, *pidfile, *config;
+    char hidden[128]; /* the socket's name until the array is open (front_bind) */
 };
+
+static pid_t serve_child;        /* --run: the captive command, 0 when none or reaped */
+static volatile int serve_wstat; /* its wait status, valid once serve_reaped */
+static volatile sig_atomic_t serve_reaped;
+
+/* SIGCHLD: reap the captive command and stop the server (async-signal-safe calls only). */
+static void serve_on_child(int sig)
+{
+    (void)sig;
+    int st;
+    if (serve_child > 0 && waitpid(serve_child, &st, WNOHANG) == serve_child) {
+        serve_wstat = st;
+        serve_reaped = 1;
+        if (serve_server)
+            rk_nbd_server_stop(serve_server);
+    }
+}
 
 /* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
  * every member is cut by one shared trigger. buf holds the spec. 0, or -1 after a message. */
@@ -129,6 +188,11 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     }
     memcpy(slot, arg, sl);
     slot[sl] = '\0';
+    char serr[512];
+    if (rk_fault_check_spec(colon + 1, serr, sizeof(serr))) {
+        fprintf(stderr, "raidkit serve: --debug-fault %s: %s\n", arg, serr);
+        return CLI_EXIT_USAGE;
+    }
     if (!strcmp(slot, "cache")) {
         oo->cache_fault_spec = colon + 1;
         return 0;
@@ -160,6 +224,7 @@ enum {
     OPT_CACHE,
     OPT_CACHE_EMULATE,
     OPT_WB_RATE,
+    OPT_FORCE,
 };
 
 /* The socket and TLS options (docs/SECURITY.md). 1 when c was one of them, 0 when not, or
@@ -244,6 +309,52 @@ static int serve_cache_opt(struct serve_opts *o, int which, const char *arg)
     }
 }
 
+/* The options without a value check (front-end conventions, logging, --config). */
+enum { OPT_RUN = 1100, OPT_EXIT_WITH_PARENT, OPT_CONFIG };
+
+/* Option c of serve_front_opt's set (and --listen) into o: 1 done, 0 when c is not one of
+ * them, CLI_EXIT_USAGE after a message. */
+static int serve_front_opt(struct serve_opts *o, int c)
+{
+    char err[512];
+    switch (c) {
+    case 'L':
+        if (front_check_listen(optarg, err, sizeof(err))) {
+            fprintf(stderr, "raidkit serve: %s\n", err);
+            return CLI_EXIT_USAGE;
+        }
+        o->no.listen = optarg;
+        o->listen_given = true;
+        break;
+    case 'f':
+        break; /* always in the foreground */
+    case 's':
+        o->single = true;
+        break;
+    case OPT_RUN:
+        o->run = optarg;
+        break;
+    case OPT_EXIT_WITH_PARENT:
+        o->exit_with_parent = true;
+        break;
+    case 'P':
+        o->pidfile = optarg;
+        break;
+    case OPT_CONFIG:
+        o->config = optarg;
+        break;
+    case 'v':
+        rk_log_set_level(RK_LOG_DEBUG);
+        break;
+    case 'q':
+        rk_log_set_level(RK_LOG_WARN);
+        break;
+    default:
+        return 0;
+    }
+    return 1;
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
@@ -252,7 +363,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"export", required_argument, NULL, 'e'},
         {"read-only", no_argument, NULL, 'r'},
         {"degraded", no_argument, NULL, 'd'},
-        {"force", no_argument, NULL, 'f'},
+        {"force", no_argument, NULL, OPT_FORCE}, /* -f is --foreground, as in nbdkit */
+        {"foreground", no_argument, NULL, 'f'},
+        {"single", no_argument, NULL, 's'},
+        {"run", required_argument, NULL, OPT_RUN},
+        {"exit-with-parent", no_argument, NULL, OPT_EXIT_WITH_PARENT},
+        {"pidfile", required_argument, NULL, 'P'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"config", required_argument, NULL, OPT_CONFIG},
         {"threads", required_argument, NULL, 't'},
         {"debug-fault", required_argument, NULL, OPT_DEBUG_FAULT},
         {"emulate", required_argument, NULL, OPT_EMULATE},
@@ -272,28 +391,26 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
     };
     int c;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":L:e:rdft:c:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":L:e:rdft:c:hsP:vq", longopts, NULL)) != -1) {
         uint64_t v;
         int sec = serve_sec_opt(c, optarg, &o->no);
         if (sec == 1)
             continue;
         if (sec)
             return sec;
+        int fr = serve_front_opt(o, c);
+        if (fr == 1)
+            continue;
+        if (fr)
+            return fr;
         switch (c) {
-        case 'L':
-            if (strncmp(optarg, "unix:", 5) && strncmp(optarg, "tcp:", 4)) {
-                fprintf(stderr, "raidkit serve: bad --listen '%s' (unix:PATH or tcp:[HOST:]PORT)\n",
-                        optarg);
-                return CLI_EXIT_USAGE;
-            }
-            o->no.listen = optarg;
-            break;
         case 'e':
             if (strlen(optarg) > 4096) {
                 fprintf(stderr, "raidkit serve: export name longer than 4096 bytes\n");
                 return CLI_EXIT_USAGE;
             }
             o->no.export_name = optarg;
+            o->export_given = true;
             break;
         case 'r':
             o->oo.read_only = o->no.read_only = true;
@@ -301,7 +418,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         case 'd':
             o->oo.degraded = true;
             break;
-        case 'f':
+        case OPT_FORCE:
             o->oo.force = true;
             break;
         case 't':
@@ -356,6 +473,91 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
     return 0;
 }
 
+/* Where the connections come from, decided and bound before any member is opened: stdin
+ * (--single), a socket systemd passed (LISTEN_FDS), or --listen (a private socket for --run
+ * without --listen, in rundir). Sets o->no.source/fd/listen. 0 or an exit code after a message. */
+static int serve_source(struct serve_opts *o, char *rundir, size_t dlen, char *listen, size_t llen)
+{
+    char err[512] = "";
+    int fd, act = o->single ? 0 : front_activation_fd(&fd, err, sizeof(err));
+    if (o->single && (o->run || o->listen_given)) {
+        fprintf(stderr, "raidkit serve: --single takes no --listen or --run\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (act > 0 && o->listen_given) {
+        fprintf(stderr, "raidkit serve: --listen given but systemd passed a socket (LISTEN_FDS)\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (act < 0 || (o->single && front_single_fd(&fd, err, sizeof(err)))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (o->single || act > 0) {
+        o->no.source = o->single ? RK_NBD_SOURCE_CONN_FD : RK_NBD_SOURCE_LISTEN_FD;
+        o->no.fd = fd;
+        o->no.listen = o->single ? "stdin" : "systemd socket";
+        if (act > 0)
+            o->no.listen = NULL;
+        return 0;
+    }
+    if (o->run && !o->listen_given && !o->listen_conf) {
+        if (front_private_listen(rundir, dlen, listen, llen, err, sizeof(err))) {
+            fprintf(stderr, "raidkit serve: %s\n", err);
+            return CLI_EXIT_FAIL;
+        }
+        o->no.listen = listen;
+    }
+    if (front_bind(o->no.listen, &o->no, &fd, o->hidden, sizeof(o->hidden), err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    o->no.source = RK_NBD_SOURCE_LISTEN_FD;
+    o->no.fd = fd;
+    return 0;
+}
+
+/* After the server listens: the pid file, then the captive command. 0 or CLI_EXIT_FAIL. */
+static int serve_started(struct serve_opts *o)
+{
+    char err[600];
+    if (o->pidfile && front_pidfile_write(o->pidfile, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    if (o->run) {
+        struct sigaction sc = {.sa_handler = serve_on_child, .sa_flags = SA_NOCLDSTOP};
+        sigemptyset(&sc.sa_mask);
+        sigaction(SIGCHLD, &sc, NULL);
+        sigset_t chld, old;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        sigprocmask(SIG_BLOCK, &chld, &old); /* serve_child is set before the handler runs */
+        serve_child = front_run_start(o->run, o->no.listen, o->no.export_name, err, sizeof(err));
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (serve_child < 0) {
+            fprintf(stderr, "raidkit serve: %s\n", err);
+            serve_child = 0;
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+/* The captive command's end: SIGTERM it if the server stopped first, wait, return the exit
+ * status serve reports for it (front_run_status). */
+static int serve_child_end(void)
+{
+    if (!serve_reaped) {
+        kill(serve_child, SIGTERM);
+        int st;
+        while (waitpid(serve_child, &st, 0) < 0 && errno == EINTR)
+            ;
+        serve_wstat = serve_reaped ? serve_wstat : st;
+    }
+    serve_child = 0;
+    return front_run_status(serve_wstat);
+}
+
 /* Assemble the n members, serve them (and the control socket) until a signal, close. */
 static int serve_run(struct serve_opts *o, int n, char **members)
 {
@@ -364,7 +566,12 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     struct rk_volume *vol = NULL;
     int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
-        fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
+        char hint[4200];
+        fprintf(stderr, "raidkit serve: %s%s\n", err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
+        close(no->fd); /* and the socket file serve_source bound */
+        if (o->hidden[0])
+            unlink(o->hidden);
         return CLI_EXIT_FAIL;
     }
     struct rk_dev *dev = rk_volume_dev(vol);
@@ -375,6 +582,8 @@ static int serve_run(struct serve_opts *o, int n, char **members)
 
     struct rk_nbd_server *srv = NULL;
     r = rk_nbd_server_create(dev, no, &srv, err, sizeof(err));
+    if (r && o->hidden[0])
+        unlink(o->hidden);
     if (r) {
         fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
         rk_volume_close(vol);
@@ -392,31 +601,96 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         rk_info("control socket on %s", o->control);
     }
     serve_server = srv;
-    struct sigaction sa = {.sa_handler = serve_on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (serve_stopping)
+        rk_nbd_server_stop(srv);
 
-    rk_info("serving %s (%s, block size %" PRIu32 ") as export '%s' on %s%s", dev->name, sz,
-            dev->block_size, no->export_name, no->listen, no->read_only ? ", read-only" : "");
-    r = rk_nbd_server_run(srv);
+    r = 0;
+    if (front_publish(no->listen, o->hidden, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        unlink(o->hidden);
+        r = CLI_EXIT_FAIL;
+    }
+    const char *where = no->listen ? no->listen : "the socket systemd passed";
+    if (!r)
+        rk_info("serving %s (%s, block size %" PRIu32 ") as export '%s' on %s%s", dev->name, sz,
+                dev->block_size, no->export_name, where, no->read_only ? ", read-only" : "");
+    if (!r)
+        r = serve_started(o);
+    if (!r)
+        front_notify("READY=1");
+    if (!r)
+        r = rk_nbd_server_run(srv);
     serve_server = NULL;
+    front_notify("STOPPING=1");
     rk_info("stopping: flushing members and marking the array clean");
     rk_nbd_server_destroy(srv);
     rk_control_stop(ctl);
     int rc = rk_volume_close(vol);
+    int child = serve_child > 0 ? serve_child_end() : -1;
+    if (o->pidfile)
+        unlink(o->pidfile);
     if (r || rc) {
-        fprintf(stderr, "raidkit serve: shutdown: %s\n", strerror(-(r ? r : rc)));
+        if (r != CLI_EXIT_FAIL)
+            fprintf(stderr, "raidkit serve: shutdown: %s\n", strerror(-(r ? r : rc)));
         return CLI_EXIT_FAIL;
     }
     rk_info("stopped cleanly");
-    return CLI_EXIT_OK;
+    return child >= 0 ? child : CLI_EXIT_OK;
+}
+
+/* serve NAME: the settings of the configured array a, where the command line gave none. */
+static void serve_apply_conf(struct serve_opts *o, const struct rk_conf_array *a)
+{
+    if (a->listen && !o->listen_given) {
+        o->no.listen = a->listen;
+        o->listen_conf = true;
+    }
+    if (a->control && !o->control)
+        o->control = a->control;
+    if (a->export_name && !o->export_given)
+        o->no.export_name = a->export_name;
+    if (a->pidfile && !o->pidfile)
+        o->pidfile = a->pidfile;
+    if (a->degraded == 1)
+        o->oo.degraded = true;
+    if (a->read_only == 1)
+        o->oo.read_only = o->no.read_only = true;
+    if (a->threads && !o->no.threads)
+        o->no.threads = a->threads;
+}
+
+/* Is the single argument an array of the configuration (serve NAME) rather than a member? */
+static bool serve_is_name(const struct serve_opts *o, int n, char **args)
+{
+    return n == 1 && (o->config || (!strchr(args[0], '/') && access(args[0], F_OK) != 0));
+}
+
+/* From the parsed options on: members (or NAME), the listening socket, the array. */
+static int serve_main(struct serve_opts *o, int n, char **members)
+{
+    if (o->fault_all && serve_fault_all(&o->oo, o->fault_all, n, o->all_spec, sizeof(o->all_spec)))
+        return CLI_EXIT_USAGE;
+    if (o->fault_all && o->oo.cache_path && !o->oo.cache_fault_spec)
+        o->oo.cache_fault_spec = o->all_spec; /* the cache device shares the power cut */
+    char err[512];
+    if (o->exit_with_parent && front_exit_with_parent(err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
+        return CLI_EXIT_FAIL;
+    }
+    char rundir[4096] = "", listen[4200];
+    int r = serve_source(o, rundir, sizeof(rundir), listen, sizeof(listen));
+    if (r)
+        return r;
+    r = serve_run(o, n, members);
+    if (rundir[0])
+        rmdir(rundir);
+    return r;
 }
 
 int cli_serve(int argc, char **argv)
 {
-    struct serve_opts o = {.no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"}};
+    struct serve_opts o = {
+        .no = {.listen = "unix:raidkit.sock", .export_name = "raidkit", .fd = -1}};
     int r = serve_parse(argc, argv, &o);
     if (r)
         return r < 0 ? CLI_EXIT_OK : r;
@@ -425,8 +699,6 @@ int cli_serve(int argc, char **argv)
         fprintf(stderr, "raidkit serve: no members given (see raidkit serve --help)\n");
         return CLI_EXIT_USAGE;
     }
-    if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
-        return CLI_EXIT_USAGE;
     /* TLS credentials load before anything is opened, so a bad file writes nothing. */
     char err[512] = "";
     if (rk_nbd_tls_check(&o.no, err, sizeof(err))) {
@@ -434,13 +706,24 @@ int cli_serve(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     rk_nbd_warn_exposed(&o.no);
-    if (o.fault_all && o.oo.cache_path && !o.oo.cache_fault_spec)
-        o.oo.cache_fault_spec = o.all_spec; /* the cache device shares the power cut */
     if ((o.oo.cache_emul || o.oo.cache_fault_spec || o.oo.cache_writeback_rate) &&
         !o.oo.cache_path) {
         fprintf(stderr, "raidkit serve: --cache-emulate, --writeback-rate and --debug-fault "
                         "cache: need --cache CACHEDEV\n");
         return CLI_EXIT_USAGE;
     }
-    return serve_run(&o, n, argv + optind);
+    serve_signals();
+    if (!serve_is_name(&o, n, argv + optind))
+        return serve_main(&o, n, argv + optind);
+    struct rk_conf conf = {0};
+    struct asm_result res;
+    const struct rk_conf_array *a = NULL;
+    r = asm_for_serve(o.config, argv[optind], &conf, &a, &res);
+    if (!r) {
+        serve_apply_conf(&o, a);
+        r = serve_main(&o, res.n, res.members);
+    }
+    asm_free(&res);
+    rk_conf_free(&conf);
+    return r;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/util.h"
 #include "raidkit/version.h"
 
 static const char main_usage[] =
@@ -29,17 +30,29 @@ static const char main_usage[] =
     "  re-add   take a slot's old member back, resyncing only what changed (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
     "  cache    SSD cache of an array: create, and online mode, detach, attach\n"
+    "  assemble find the members of the arrays of the config file by their superblocks\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
     "  -h, --help      show this help (or `raidkit COMMAND --help` for a command)\n"
     "  -V, --version   print the version\n"
+    "  -v, --verbose   before COMMAND: debug log lines too (as RAIDKIT_DEBUG=1)\n"
+    "  -q, --quiet     before COMMAND: log warnings and errors only\n"
     "\n"
     "Sizes take K, M, G, T suffixes (powers of 1024). Exit status: 0 success, 1 failure,\n"
-    "2 usage error. See docs/CLI.md and docs/FORMAT.md.\n";
+    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed.\n"
+    "See raidkit(8), docs/CLI.md and docs/FORMAT.md.\n";
 
 int main(int argc, char **argv)
 {
+    /* -v/-q before the command set the log level for every command. */
+    while (argc >= 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose") ||
+                         !strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"))) {
+        rk_log_set_level(argv[1][1] == 'v' || argv[1][2] == 'v' ? RK_LOG_DEBUG : RK_LOG_WARN);
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
         fputs(main_usage, stderr);
         return 2;
@@ -76,6 +89,8 @@ int main(int argc, char **argv)
         return cli_readd(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
+    if (!strcmp(cmd, "assemble"))
+        return cli_assemble(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
 }

@@ -2,22 +2,40 @@
 #include "core/util.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <isa-l/crc.h>
 
 static enum rk_log_level log_max = RK_LOG_INFO;
+static bool log_journal, log_no_time;
 static pthread_once_t log_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* JOURNAL_STREAM is "DEV:INODE" of the journal stream systemd connected stdout/stderr to. */
+static bool log_stderr_is_journal(void)
+{
+    const char *js = getenv("JOURNAL_STREAM");
+    unsigned long long dev, ino;
+    struct stat st;
+    if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(2, &st))
+        return false;
+    return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 static void log_init(void)
 {
     const char *d = getenv("RAIDKIT_DEBUG");
     if (d && *d && *d != '0')
         log_max = RK_LOG_DEBUG;
+    const char *t = getenv("RAIDKIT_LOG_TIME");
+    log_no_time = t && !strcmp(t, "0");
+    log_journal = log_stderr_is_journal();
 }
 
 void rk_log_set_level(enum rk_log_level max)
@@ -26,22 +44,45 @@ void rk_log_set_level(enum rk_log_level max)
     log_max = max;
 }
 
+enum rk_log_level rk_log_get_level(void)
+{
+    pthread_once(&log_once, log_init);
+    return log_max;
+}
+
+/* "2026-12-01T16:09:32.123+0000 " into buf (local time). */
+static void log_stamp(char *buf, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    char a[32], z[8];
+    strftime(a, sizeof(a), "%Y-%m-%dT%H:%M:%S", &tm);
+    strftime(z, sizeof(z), "%z", &tm);
+    snprintf(buf, len, "%s.%03ld%s ", a, ts.tv_nsec / 1000000, z);
+}
+
 void rk_log(enum rk_log_level lvl, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
+    static const int prio[] = {3, 4, 6, 7};
     pthread_once(&log_once, log_init);
     if (lvl > log_max)
         return;
-    char msg[1024];
+    char msg[1024], stamp[64] = "";
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     pthread_mutex_lock(&log_lock);
-    if (lvl == RK_LOG_INFO)
-        fprintf(stderr, "raidkit: %s\n", msg);
-    else
-        fprintf(stderr, "raidkit: %s: %s\n", names[lvl], msg);
+    if (log_journal) {
+        fprintf(stderr, "<%d>raidkit: %s\n", prio[lvl], msg);
+    } else {
+        if (!log_no_time)
+            log_stamp(stamp, sizeof(stamp));
+        fprintf(stderr, "%s%s raidkit: %s\n", stamp, names[lvl], msg);
+    }
     pthread_mutex_unlock(&log_lock);
 }
 

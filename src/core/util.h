@@ -11,14 +11,25 @@
 /* Log levels for rk_log. RAIDKIT_DEBUG=1 in the environment enables RK_LOG_DEBUG. */
 enum rk_log_level { RK_LOG_ERROR, RK_LOG_WARN, RK_LOG_INFO, RK_LOG_DEBUG };
 
-/* Print "raidkit: <level>: message" to stderr (one line; thread-safe). */
+/*
+ * Print one log line to stderr (thread-safe, one write per line):
+ *   "2026-12-01T16:09:32.123+0000 info raidkit: message"   (local time, milliseconds, zone)
+ * The level word is error, warning, info or debug. When stderr is the systemd journal
+ * (JOURNAL_STREAM names stderr's device:inode, as systemd sets it) the line is instead
+ * "<P>raidkit: message" with the syslog priority P (3 err, 4 warning, 6 info, 7 debug) and no
+ * timestamp, which journald stores as the entry's priority. RAIDKIT_LOG_TIME=0 drops the
+ * timestamp (reproducible output). docs/CLI.md "Logging".
+ */
 void rk_log(enum rk_log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define rk_err(...)   rk_log(RK_LOG_ERROR, __VA_ARGS__)
 #define rk_warn(...)  rk_log(RK_LOG_WARN, __VA_ARGS__)
 #define rk_info(...)  rk_log(RK_LOG_INFO, __VA_ARGS__)
 #define rk_debug(...) rk_log(RK_LOG_DEBUG, __VA_ARGS__)
-/* Quiet mode: only errors are printed (tests). */
+/* Print only lines of level <= max (quiet mode for tests: RK_LOG_ERROR; -q: RK_LOG_WARN;
+ * -v: RK_LOG_DEBUG). Overrides RAIDKIT_DEBUG. */
 void rk_log_set_level(enum rk_log_level max);
+/* The current maximum level printed. */
+enum rk_log_level rk_log_get_level(void);
 
 /* snprintf into err (if non-NULL) — the one way errors travel up as text. */
 void rk_set_err(char *err, size_t errlen, const char *fmt, ...)

@@ -238,3 +238,17 @@ int rk_fault_apply_spec(struct rk_dev *dev, const char *spec, char *err, size_t 
     }
     return fault_apply_items(dev, items, nitems, err, errlen);
 }
+
+int rk_fault_check_spec(const char *spec, char *err, size_t errlen)
+{
+    struct fault_item items[FAULT_MAX_ITEMS];
+    unsigned nitems, nranges;
+    if (!spec || !*spec)
+        return 0;
+    int r = fault_parse_spec(spec, items, &nitems, &nranges, err, errlen);
+    if (!r && nranges > 16) {
+        rk_set_err(err, errlen, "fault spec: more than %d EIO ranges", 16);
+        r = -EINVAL;
+    }
+    return r;
+}

@@ -19,10 +19,11 @@
 
 #include "core/util.h"
 #include "meta/meta_int.h"
+#include "meta/probe.h"
 #include "raid/bitmap_disk.h"
 
-/* Bytes read from each existing member to look for signatures (btrfs sits at 64 KiB + 64). */
-#define CREATE_PROBE_LEN (128u * 1024u)
+/* Bytes read from each existing member to look for signatures (meta/probe.h). */
+#define CREATE_PROBE_LEN RK_PROBE_LEN
 
 /* What validation learnt about one member; the write phase uses nothing else. */
 struct create_member {
@@ -35,24 +36,6 @@ struct create_member {
     char canon[PATH_MAX + NAME_MAX +
                2]; /* resolved directory + name of a member still to be created */
 };
-
-/* Name of the signature found in the first bytes of a member, or NULL. */
-static const char *create_signature(const uint8_t *buf, size_t len)
-{
-    if (len >= RK_SB_SIZE && rk_sb_has_magic(buf))
-        return "a raidkit superblock";
-    if (len >= 6 && memcmp(buf, "LUKS\xba\xbe", 6) == 0)
-        return "a LUKS header";
-    if (len >= 4 && memcmp(buf, "XFSB", 4) == 0)
-        return "an XFS file system";
-    if (len >= 65600 + 8 && memcmp(buf + 65600, "_BHRfS_M", 8) == 0)
-        return "a btrfs file system";
-    if (len >= 1082 && rk_get_le16(buf + 1080) == 0xEF53)
-        return "an ext2/3/4 file system";
-    if (len >= 512 && buf[510] == 0x55 && buf[511] == 0xAA)
-        return "a partition table or boot sector (0x55AA at 510)";
-    return NULL;
-}
 
 /* A member that does not exist yet: its directory must let us create it; c->canon is its
  * canonical path (two spellings of one new file count as one member). 0 or -errno with err. */
@@ -141,7 +124,7 @@ static int create_check_existing(struct create_member *c, const struct rk_create
         rk_set_err(err, errlen, "member %s is not readable: %s", c->path, strerror(-r));
         goto out;
     }
-    const char *sig = create_signature(probe, (size_t)got);
+    const char *sig = rk_probe_signature(probe, (size_t)got);
     if (sig && !o->force) {
         r = -EEXIST;
         rk_set_err(err, errlen, "member %s already holds %s; use --force to overwrite it", c->path,

@@ -83,6 +83,7 @@ struct rk_nbd_server {
     int listen_fd;
     int stop_fd;     /* eventfd written by rk_nbd_server_stop */
     char *unix_path; /* socket file to unlink at destroy, NULL for TCP */
+    int single_fd;   /* RK_NBD_SOURCE_CONN_FD: the one connection until run() starts it, or -1 */
 
     /* Worker pool (pool.c): queue of requests ready to execute, run by pool_run (set by
      * nbd_pool_start). q_lock protects q_* and pool_stop. */

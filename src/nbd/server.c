@@ -80,6 +80,8 @@ static void nbd_reap(struct rk_nbd_server *srv, bool all)
     pthread_mutex_unlock(&srv->conn_lock);
 }
 
+static void nbd_conn_start(struct rk_nbd_server *srv, int fd);
+
 static void nbd_accept_one(struct rk_nbd_server *srv)
 {
     int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_CLOEXEC);
@@ -88,6 +90,12 @@ static void nbd_accept_one(struct rk_nbd_server *srv)
             usleep(10000); /* back off instead of spinning on a full fd table */
         return;
     }
+    nbd_conn_start(srv, fd);
+}
+
+/* Start the reader thread of the connected socket fd (owned from here on). */
+static void nbd_conn_start(struct rk_nbd_server *srv, int fd)
+{
     if (!srv->unix_path) {
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -193,6 +201,25 @@ static int nbd_listen_tcp(struct rk_nbd_server *srv, const char *spec, char *err
 
 /* ---- public API ---- */
 
+int rk_nbd_listen(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *err,
+                  size_t errlen)
+{
+    struct rk_nbd_server tmp = {.listen_fd = -1};
+    const struct rk_nbd_opts none = {0};
+    int r;
+    if (!listen)
+        return -EINVAL;
+    if (!strncmp(listen, "tcp:", 4))
+        r = nbd_listen_tcp(&tmp, listen + 4, err, errlen);
+    else
+        r = nbd_listen_unix(&tmp, perm ? perm : &none, strncmp(listen, "unix:", 5) ? listen : listen + 5,
+                            err, errlen);
+    free(tmp.unix_path); /* the caller names the file again in rk_nbd_opts.listen */
+    if (!r)
+        *fd = tmp.listen_fd;
+    return r;
+}
+
 int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
                          struct rk_nbd_server **out, char *err, size_t errlen)
 {
@@ -204,10 +231,15 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
     }
     srv->listen_fd = -1;
     srv->stop_fd = -1;
+    srv->single_fd = -1;
+    if (opts && opts->source == RK_NBD_SOURCE_LISTEN_FD)
+        srv->listen_fd = opts->fd;
+    if (opts && opts->source == RK_NBD_SOURCE_CONN_FD)
+        srv->single_fd = opts->fd;
     pthread_mutex_init(&srv->q_lock, NULL);
     pthread_cond_init(&srv->q_cond, NULL);
     pthread_mutex_init(&srv->conn_lock, NULL);
-    if (!dev || !opts || !opts->listen) {
+    if (!dev || !opts || (!opts->listen && opts->source == RK_NBD_SOURCE_LISTEN)) {
         rk_set_err(err, errlen, "no device or listen address");
         r = -EINVAL;
         goto out;
@@ -253,7 +285,11 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
         goto out;
     }
     const char *l = opts->listen;
-    if (!strncmp(l, "tcp:", 4))
+    if (opts->source != RK_NBD_SOURCE_LISTEN) {
+        r = 0;
+        if (l && !strncmp(l, "unix:", 5) && !(srv->unix_path = strdup(l + 5)))
+            r = -ENOMEM;
+    } else if (!strncmp(l, "tcp:", 4))
         r = nbd_listen_tcp(srv, l + 4, err, errlen);
     else
         r = nbd_listen_unix(srv, opts, strncmp(l, "unix:", 5) ? l : l + 5, err, errlen);
@@ -271,6 +307,11 @@ int rk_nbd_server_run(struct rk_nbd_server *srv)
     int r = nbd_pool_start(srv, nbd_req_execute);
     if (r == -ENOMEM)
         return r; /* nothing started; -EAGAIN (no worker) still takes the stop path below */
+    bool single = srv->single_fd >= 0;
+    if (single && r == 0) {
+        nbd_conn_start(srv, srv->single_fd);
+        srv->single_fd = -1;
+    }
 
     while (r == 0) {
         struct pollfd p[2] = {{.fd = srv->listen_fd, .events = POLLIN},
@@ -285,6 +326,11 @@ int rk_nbd_server_run(struct rk_nbd_server *srv)
         if (n > 0 && p[0].revents)
             nbd_accept_one(srv);
         nbd_reap(srv, false);
+        pthread_mutex_lock(&srv->conn_lock);
+        bool done = single && !srv->conns; /* --single: the one connection ended */
+        pthread_mutex_unlock(&srv->conn_lock);
+        if (done)
+            break;
     }
 
     /* Stop: no new connections, no new requests; everything already read is answered. */
@@ -314,6 +360,8 @@ void rk_nbd_server_destroy(struct rk_nbd_server *srv)
         return;
     if (srv->listen_fd >= 0)
         close(srv->listen_fd);
+    if (srv->single_fd >= 0)
+        close(srv->single_fd);
     if (srv->stop_fd >= 0)
         close(srv->stop_fd);
     if (srv->unix_path) {

@@ -1,0 +1,25 @@
+/* What a member file or device holds when it is not (only) a raidkit member: the signatures
+ * `create` refuses to overwrite and `info` names. */
+#ifndef RK_META_PROBE_H
+#define RK_META_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bytes to read from the start of a member to find every signature (btrfs sits at 64 KiB + 64). */
+#define RK_PROBE_LEN (128u * 1024u)
+
+/* Name of the signature in the first len bytes of a member ("a raidkit superblock", "an
+ * ext2/3/4 file system", "an XFS file system", "a btrfs file system", "a LUKS header", "a
+ * partition table or boot sector (0x55AA at 510)"), or NULL when none is found. */
+const char *rk_probe_signature(const uint8_t *buf, size_t len);
+
+/*
+ * Describe the content of path for a message: the signature as rk_probe_signature names it,
+ * else "an empty file (0 bytes)", "zeroes only (N bytes read: never written or wiped)" or
+ * "unrecognised data". Reads at most RK_PROBE_LEN bytes (read-only open). Writes into out
+ * (len bytes) and returns 0, or -errno (out then says "cannot read: REASON").
+ */
+int rk_probe_describe(const char *path, char *out, size_t len);
+
+#endif
