@@ -19,6 +19,8 @@ static const char serve_usage[] =
     "Usage: raidkit serve [--listen unix:PATH|tcp:[HOST:]PORT] [--export NAME] [--read-only]\n"
     "                     [--degraded] [--force] [--threads N] [--emulate PROFILE]\n"
     "                     [--control PATH] [--rebuild-rate MIB] [--debug-fault SLOT:SPEC]...\n"
+    "                     [--max-connections N] [--request-memory SIZE]\n"
+    "                     [--handshake-timeout SEC] [--idle-timeout SEC]\n"
     "                     MEMBER...\n"
     "\n"
     "Assemble the array from MEMBER files (any order; slots come from the superblocks) and\n"
@@ -47,6 +49,17 @@ static const char serve_usage[] =
     "                      per 4 KiB block as keep=none|all|random says, seed=S; on-cut=hang:\n"
     "                      never answer after the cut), latency=USEC, power=shared (one cut\n"
     "                      for every such member; implied by all:). See docs/TORTURE.md\n"
+    "      --max-connections N\n"
+    "                      connections at once (default 256); more are closed at once\n"
+    "      --request-memory SIZE\n"
+    "                      cap on request buffers summed over all connections (default 1G,\n"
+    "                      at least 64M): a connection holds at most 64M of it (or twice the\n"
+    "                      32M max request) and stops reading requests at that bound\n"
+    "      --handshake-timeout SEC\n"
+    "                      close a connection that has not finished the handshake (default 10)\n"
+    "      --idle-timeout SEC\n"
+    "                      close a connection with nothing received, sent or running for SEC\n"
+    "                      seconds (default 0: never), e.g. a client that stopped reading\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -115,10 +128,50 @@ static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const ch
     return 0;
 }
 
+/* One of the NBD limits into no: which 0 --max-connections (1..65536), 1 --request-memory
+ * (64M..1T), 2 --handshake-timeout (seconds, 0.1..3600; fractions allowed), 3 --idle-timeout
+ * (seconds, 0..86400, 0 = never). 0, or -1 after a message. */
+static int serve_limit(struct rk_nbd_opts *no, int which, const char *arg)
+{
+    static const char *const names[] = {"--max-connections", "--request-memory",
+                                        "--handshake-timeout", "--idle-timeout"};
+    static const char *const ranges[] = {"1..65536", "64M..1T", "0.1..3600 s", "0..86400 s"};
+    uint64_t v = 0;
+    bool ok;
+    if (which == 0) {
+        ok = !rk_parse_u64(arg, &v) && v >= 1 && v <= 65536;
+        no->max_connections = (int)v;
+    } else if (which == 1) {
+        ok = !rk_parse_size(arg, &v) && v >= (64ull << 20) && v <= (1ull << 40);
+        no->max_memory = v;
+    } else {
+        char *end = NULL;
+        double sec = strtod(arg, &end);
+        double lo = which == 2 ? 0.1 : 0, hi = which == 2 ? 3600 : 86400;
+        ok = end != arg && *end == '\0' && sec >= lo && sec <= hi;
+        uint32_t ms = ok ? (uint32_t)(sec * 1000 + 0.5) : 0;
+        if (which == 2)
+            no->handshake_ms = ms;
+        else
+            no->idle_timeout_ms = ms;
+    }
+    if (!ok)
+        fprintf(stderr, "raidkit serve: bad %s '%s' (%s)\n", names[which], arg, ranges[which]);
+    return ok ? 0 : -1;
+}
+
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
-    enum { OPT_DEBUG_FAULT = 1000, OPT_EMULATE, OPT_REBUILD_RATE };
+    enum {
+        OPT_DEBUG_FAULT = 1000,
+        OPT_EMULATE,
+        OPT_REBUILD_RATE,
+        OPT_MAX_CONNS,
+        OPT_REQ_MEMORY,
+        OPT_HS_TIMEOUT,
+        OPT_IDLE_TIMEOUT
+    };
     static const struct option longopts[] = {
         {"listen", required_argument, NULL, 'L'},
         {"export", required_argument, NULL, 'e'},
@@ -130,6 +183,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"emulate", required_argument, NULL, OPT_EMULATE},
         {"control", required_argument, NULL, 'c'},
         {"rebuild-rate", required_argument, NULL, OPT_REBUILD_RATE},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+        {"request-memory", required_argument, NULL, OPT_REQ_MEMORY},
+        {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -192,6 +249,13 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
                 return CLI_EXIT_USAGE;
             }
             o->oo.rebuild_rate = v * 1024 * 1024;
+            break;
+        case OPT_MAX_CONNS:
+        case OPT_REQ_MEMORY:
+        case OPT_HS_TIMEOUT:
+        case OPT_IDLE_TIMEOUT:
+            if (serve_limit(&o->no, c - OPT_MAX_CONNS, optarg))
+                return CLI_EXIT_USAGE;
             break;
         case 'h':
             fputs(serve_usage, stdout);
