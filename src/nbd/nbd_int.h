@@ -28,11 +28,13 @@
 /* Per-connection bound on request structs (back-pressure for the reader). */
 #define NBD_CONN_MAX_REQS 128
 /* Request buffers start at this capacity so small I/O sizes never reallocate; buffers that grew
- * beyond NBD_BUF_KEEP are given back when their request completes, and when a connection has
- * nothing outstanding its free list keeps at most NBD_IDLE_KEEP bytes of buffers. */
-#define NBD_BUF_MIN   (128u * 1024)
-#define NBD_BUF_KEEP  (8u * 1024 * 1024)
-#define NBD_IDLE_KEEP (4u * 1024 * 1024)
+ * beyond NBD_BUF_KEEP are given back when their request completes, and once a connection has
+ * had nothing outstanding for NBD_IDLE_TRIM_NS its free list keeps at most NBD_IDLE_KEEP bytes
+ * of buffers (the accept loop's watchdog trims it, then the heap). */
+#define NBD_BUF_MIN      (128u * 1024)
+#define NBD_BUF_KEEP     (8u * 1024 * 1024)
+#define NBD_IDLE_KEEP    (4u * 1024 * 1024)
+#define NBD_IDLE_TRIM_NS (1000000000ull)
 /* Default request-buffer memory: summed over every connection (rk_nbd_opts.max_memory), and the
  * most one connection may hold (at least twice the largest request). */
 #define NBD_DEFAULT_MAX_MEMORY (1024ull * 1024 * 1024)
@@ -192,6 +194,9 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len);
 void nbd_reply_send(struct nbd_req *r, uint32_t err);
 /* reply.c: free every request and buffer of a finished connection (nothing outstanding). */
 void nbd_conn_free_reqs(struct nbd_conn *c);
+/* reply.c: after a burst (nothing outstanding and no activity for NBD_IDLE_TRIM_NS at now, in
+ * monotonic ns), free c's buffers beyond NBD_IDLE_KEEP and ask for a heap trim. */
+void nbd_conn_trim_idle(struct nbd_conn *c, uint64_t now);
 /* reply.c: give free heap memory back to the system (malloc_trim). */
 void nbd_mem_trim(void);
 /* transmit.c: mark c as ending when its peer has closed (POLLRDHUP) while it is still in

@@ -24,7 +24,6 @@ static void nbd_buf_drop_locked(struct nbd_conn *c, struct nbd_req *r)
     free(r->buf);
     c->mem -= r->cap;
     atomic_fetch_sub_explicit(&c->srv->mem_used, r->cap, memory_order_relaxed);
-    atomic_store_explicit(&c->srv->trim_wanted, true, memory_order_relaxed);
     r->buf = NULL;
     r->cap = 0;
 }
@@ -161,9 +160,8 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len)
     return r;
 }
 
-/* Give a request whose reply is out (or dropped) back to the free list; when the connection
- * has nothing outstanding any more, keep at most NBD_IDLE_KEEP bytes of buffers (the rest of a
- * burst goes back to malloc; the accept loop trims the heap). Caller holds c->lock. */
+/* Give a request whose reply is out (or dropped) back to the free list (buffers above
+ * NBD_BUF_KEEP go back to malloc at once). Caller holds c->lock. */
 static void nbd_req_put_locked(struct nbd_conn *c, struct nbd_req *r)
 {
     if (r->cap > NBD_BUF_KEEP)
@@ -171,7 +169,14 @@ static void nbd_req_put_locked(struct nbd_conn *c, struct nbd_req *r)
     r->next = c->free_reqs;
     c->free_reqs = r;
     c->outstanding--;
-    if (c->outstanding == 0 && c->mem > NBD_IDLE_KEEP) {
+    pthread_cond_broadcast(&c->cond);
+}
+
+void nbd_conn_trim_idle(struct nbd_conn *c, uint64_t now)
+{
+    pthread_mutex_lock(&c->lock);
+    if (c->outstanding == 0 && c->mem > NBD_IDLE_KEEP &&
+        now - atomic_load(&c->active_ns) >= NBD_IDLE_TRIM_NS) {
         uint64_t kept = 0;
         for (struct nbd_req *f = c->free_reqs; f; f = f->next) {
             if (kept + f->cap > NBD_IDLE_KEEP)
@@ -179,8 +184,9 @@ static void nbd_req_put_locked(struct nbd_conn *c, struct nbd_req *r)
             else
                 kept += f->cap;
         }
+        atomic_store_explicit(&c->srv->trim_wanted, true, memory_order_relaxed);
     }
-    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
 }
 
 void nbd_conn_free_reqs(struct nbd_conn *c)

@@ -187,6 +187,7 @@ static void nbd_watchdog(struct rk_nbd_server *srv)
     for (struct nbd_conn *c = srv->conns; c; c = c->next) {
         if (c->killed)
             continue;
+        nbd_conn_trim_idle(c, now);
         int phase = atomic_load(&c->phase);
         int cause = -1;
         if (phase == NBD_PHASE_HANDSHAKE && srv->hs_timeout_ns &&
