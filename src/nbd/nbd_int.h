@@ -1,8 +1,8 @@
 /* Internal state of the NBD server shared by its files. Calls go one way:
- *   server.c (listen, accept, lifecycle) -> handshake.c, transmit.c, pool.c
+ *   server.c (listen, accept, lifecycle) -> handshake.c, transmit.c, pool.c, reply.c
  *   handshake.c (option haggling)        -> wire.c
- *   transmit.c (requests, inline/pool)   -> reply.c, pool.c
- *   reply.c (replies, writer, buffers)   -> wire.c
+ *   transmit.c (requests, inline/pool)   -> reply.c, pool.c, wire.c
+ *   reply.c (replies, writer, buffers)   -> wire.c, pool.c (nbd_now_ns)
  *   pool.c (worker pool, service clock)  -> nothing: it runs requests through srv->pool_run
  *   wire.c (socket helpers, wire.h)      -> nothing */
 #ifndef RK_NBD_INT_H
@@ -192,6 +192,9 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len);
  * execution (executing--). Sends at once without blocking when the socket is free, else queues
  * for the writer; r returns to the free list once the reply is out or dropped. */
 void nbd_reply_send(struct nbd_req *r, uint32_t err);
+/* reply.c: cut c off (timeouts, stop): shut its socket down, drop queued replies, and make a
+ * reader waiting in nbd_req_get give up. */
+void nbd_conn_cut(struct nbd_conn *c);
 /* reply.c: free every request and buffer of a finished connection (nothing outstanding). */
 void nbd_conn_free_reqs(struct nbd_conn *c);
 /* reply.c: after a burst (nothing outstanding and no activity for NBD_IDLE_TRIM_NS at now, in

@@ -257,6 +257,14 @@ static void nbd_send_fail_locked(struct nbd_conn *c)
     c->rq_tail = NULL;
 }
 
+void nbd_conn_cut(struct nbd_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    nbd_send_fail_locked(c);
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
 void nbd_reply_send(struct nbd_req *r, uint32_t err)
 {
     struct nbd_conn *c = r->conn;

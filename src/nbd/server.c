@@ -196,7 +196,7 @@ static void nbd_watchdog(struct rk_nbd_server *srv)
         else if (phase == NBD_PHASE_TRANSMIT && nbd_conn_idle(c, now))
             cause = NBD_REFUSE_IDLE;
         if (cause >= 0) {
-            shutdown(c->fd, SHUT_RDWR);
+            nbd_conn_cut(c);
             c->killed = true;
             nbd_refuse(srv, cause);
         }
@@ -430,8 +430,12 @@ static void nbd_stop_all(struct rk_nbd_server *srv)
     for (int how = SHUT_RD;; usleep(20000)) {
         pthread_mutex_lock(&srv->conn_lock);
         bool left = srv->conns != NULL;
-        for (struct nbd_conn *c = srv->conns; c && how >= 0; c = c->next)
-            shutdown(c->fd, how);
+        for (struct nbd_conn *c = srv->conns; c && how >= 0; c = c->next) {
+            if (how == SHUT_RD)
+                shutdown(c->fd, SHUT_RD);
+            else
+                nbd_conn_cut(c);
+        }
         pthread_mutex_unlock(&srv->conn_lock);
         how = -1;
         if (!left)

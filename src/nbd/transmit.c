@@ -172,6 +172,8 @@ static void nbd_end_mark(struct nbd_conn *c)
         c->end_state = 1;
         atomic_fetch_add(&srv->ndraining, 1);
     }
+    /* c's own reader may be waiting in nbd_end_wait: it no longer waits for anyone. */
+    pthread_cond_broadcast(&srv->drain_cond);
     pthread_mutex_unlock(&srv->drain_lock);
 }
 
