@@ -191,6 +191,8 @@ void nbd_conn_trim_idle(struct nbd_conn *c, uint64_t now)
 
 void nbd_conn_free_reqs(struct nbd_conn *c)
 {
+    if (c->mem)
+        atomic_store_explicit(&c->srv->trim_wanted, true, memory_order_relaxed);
     while (c->free_reqs) {
         struct nbd_req *r = c->free_reqs;
         c->free_reqs = r->next;
