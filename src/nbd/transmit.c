@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -112,13 +113,19 @@ void nbd_req_execute(struct nbd_req *r)
     nbd_reply_send(r, nbd_errno(ret));
 }
 
-/* Should the reader run r itself (see NBD_INLINE_CPU_NS)? */
+/* Should the reader run r itself (see NBD_INLINE_CPU_NS)? Not when the connection is busy: a
+ * further request already waits in the socket (FIONREAD; under TLS the raw bytes pending), so a
+ * worker runs this one while the reader goes on reading, and more than one thread serves the
+ * connection. */
 static bool nbd_run_inline(const struct nbd_conn *c, const struct nbd_req *r)
 {
-    return c->srv->inline_ok && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&
-           r->len <= NBD_INLINE_MAX &&
-           atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed) < NBD_INLINE_CPU_NS &&
-           atomic_load_explicit(&c->block_ewma, memory_order_relaxed) < NBD_INLINE_BLOCK;
+    if (!(c->srv->inline_ok && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&
+          r->len <= NBD_INLINE_MAX &&
+          atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed) < NBD_INLINE_CPU_NS &&
+          atomic_load_explicit(&c->block_ewma, memory_order_relaxed) < NBD_INLINE_BLOCK))
+        return false;
+    int pending = 0;
+    return ioctl(c->fd, FIONREAD, &pending) != 0 || pending < (int)NBD_REQUEST_SIZE;
 }
 
 /* Check a request once, here at the edge: 0 or -errno for the reply. */
