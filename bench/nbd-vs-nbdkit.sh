@@ -243,13 +243,13 @@ desc = {"randread4k": "4K rand read qd32", "randwrite4k": "4K rand write qd32",
         "qd1read4k": "4K rand read qd1", "conn4write4k": "4K rand write 4 conn x qd8"}
 def mean(v): return sum(v) / len(v)
 def col(s, i, by): return mean([x[i] for x in by[s]]) if s in by else float("nan")
-print("%-26s" % "workload" + "".join("%24s" % ("%s IOPS (CPU us/IO)" % s[:8]) for s in servers)
+print("%-26s" % "workload" + "".join("%26s" % ("%s IOPS (CPU us/IO)" % s[:8]) for s in servers)
       + "".join("%12s" % ("rk/" + s[:8]) for s in servers[1:]))
 worst = None
 for w, by in data.items():
     line = "%-26s" % desc.get(w, w)
     for s in servers:
-        line += "%16.0f (%5.1f)" % (col(s, 0, by), col(s, 4, by))
+        line += "%18.0f (%5.1f)" % (col(s, 0, by), col(s, 4, by))
     for s in servers[1:]:
         ratio = col("raidkit", 0, by) / col(s, 0, by) if col(s, 0, by) else float("nan")
         line += "%11.2fx" % ratio
@@ -258,7 +258,7 @@ for w, by in data.items():
     print(line)
     if w == "qd1read4k":
         print("%-26s" % "  latency mean / p99 us" + "".join(
-            "%24s" % ("%.0f / %.0f" % (col(s, 2, by), col(s, 3, by))) for s in servers))
+            "%26s" % ("%.0f / %.0f" % (col(s, 2, by), col(s, 3, by))) for s in servers))
 print()
 print("peak resident memory (VmHWM, KiB):%s" % sys.argv[2])
 print("target raidkit/nbdkit >= 1.2 on every workload: %s (worst %.2fx)" % (
