@@ -18,7 +18,8 @@ struct rk_nbd_opts {
                               * (host defaults to 127.0.0.1) */
     const char *export_name; /* name of the export; "" (the default export) also matches */
     const char *description; /* NBD_INFO_DESCRIPTION text, may be NULL */
-    bool read_only;          /* advertise READ_ONLY and refuse writes with EPERM */
+    bool read_only;          /* advertise READ_ONLY (not TRIM/WRITE_ZEROES) and refuse WRITE,
+                              * TRIM and WRITE_ZEROES with EPERM */
     int threads;             /* worker threads serving requests; 0 = default (32) */
     uint32_t max_request;    /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
     /* Limits (docs/CLI.md "serve"). 0 selects the default in brackets. */
