@@ -5,6 +5,7 @@ usage: nbd_nonreader.py c20|latency SOCKET SERVER_PID CAP_BYTES [HANDSHAKE_TIMEO
 """
 import os
 import select
+import signal
 import socket
 import struct
 import sys
@@ -182,6 +183,9 @@ def latency(path, pid, cap):
 
 
 def main():
+    # A read stuck inside libnbd never returns to Python: the default SIGALRM action ends us.
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(30)
     mode, path, pid, cap = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     if mode == "c20":
         c20(path, pid, cap, float(sys.argv[5]))
