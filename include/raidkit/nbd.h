@@ -37,7 +37,8 @@ struct rk_nbd_opts {
     int fd;                    /* the socket of RK_NBD_SOURCE_LISTEN_FD / _CONN_FD */
     const char *export_name;   /* name of the export; "" (the default export) also matches */
     const char *description;   /* NBD_INFO_DESCRIPTION text, may be NULL */
-    bool read_only;            /* advertise READ_ONLY and refuse writes with EPERM */
+    bool read_only;            /* advertise READ_ONLY (not TRIM/WRITE_ZEROES) and refuse WRITE,
+                                * TRIM and WRITE_ZEROES with EPERM */
     int threads;               /* worker threads serving requests; 0 = default (32) */
     uint32_t max_request;      /* largest READ/WRITE payload in bytes; 0 = 32 MiB */
     /* Unix socket file permissions, in place from the moment the socket appears
@@ -51,6 +52,13 @@ struct rk_nbd_opts {
     int tls;
     const char *tls_certificates;
     const char *tls_psk;
+    /* Limits (docs/CLI.md "serve"). 0 selects the default in brackets. */
+    int max_connections;      /* connections at once; more are accepted and closed [256] */
+    uint64_t max_memory;      /* request-buffer bytes summed over every connection; at least
+                               * 2 x max_request [1 GiB] */
+    uint32_t handshake_ms;    /* a connection must finish the handshake in this time [10000] */
+    uint32_t idle_timeout_ms; /* close a connection with nothing received, sent or running for
+                               * this long [0 = never] */
 };
 
 struct rk_nbd_server;

@@ -16,6 +16,7 @@
 #include "core/unixsock.h"
 #include "cli/report.h"
 #include "cli/serve_front.h"
+#include "cli/serve_opts.h"
 #include "core/util.h"
 #include "ctl/control.h"
 #include "raidkit/emul.h"
@@ -30,6 +31,8 @@ static const char serve_usage[] =
     "                     [--socket-mode MODE] [--socket-owner USER] [--socket-group GROUP]\n"
     "                     [--tls off|on|require] [--tls-certificates DIR] [--tls-psk FILE]\n"
     "                     [--cache CACHEDEV [--cache-emulate PROFILE] [--writeback-rate MIB]]\n"
+    "                     [--max-connections N] [--request-memory SIZE]\n"
+    "                     [--handshake-timeout SEC] [--idle-timeout SEC]\n"
     "                     MEMBER...\n"
     "                     [--single | --run CMD] [--exit-with-parent] [--pidfile PATH]\n"
     "                     [-v|-q] (MEMBER... | [--config FILE] NAME)\n"
@@ -42,7 +45,8 @@ static const char serve_usage[] =
     "  -L, --listen ADDR   unix:PATH (default unix:raidkit.sock) or tcp:[HOST:]PORT;\n"
     "                      TCP binds 127.0.0.1 unless HOST is given\n"
     "  -e, --export NAME   export name (default \"raidkit\"; the default export \"\" also works)\n"
-    "  -r, --read-only     refuse writes (NBD READ_ONLY; writes get EPERM)\n"
+    "  -r, --read-only     refuse writes (NBD READ_ONLY, no TRIM/WRITE_ZEROES advertised;\n"
+    "                      WRITE, TRIM and WRITE_ZEROES get EPERM)\n"
     "  -d, --degraded      start even if members are missing, while redundancy allows\n"
     "      --force         start an array that is both dirty and degraded\n"
     "  -f, --foreground    accepted for nbdkit compatibility: serve always runs in the\n"
@@ -99,6 +103,17 @@ static const char serve_usage[] =
     "      --writeback-rate MIB\n"
     "                      limit the cache's background write-back to MIB MiB/s (default\n"
     "                      unlimited; a drain for a mode switch or detach is never limited)\n"
+    "      --max-connections N\n"
+    "                      connections at once (default 256); more are closed at once\n"
+    "      --request-memory SIZE\n"
+    "                      cap on request buffers summed over all connections (default 1G,\n"
+    "                      at least 64M): a connection holds at most 64M of it (or twice the\n"
+    "                      32M max request) and stops reading requests at that bound\n"
+    "      --handshake-timeout SEC\n"
+    "                      close a connection that has not finished the handshake (default 10)\n"
+    "      --idle-timeout SEC\n"
+    "                      close a connection with nothing received, sent or running for SEC\n"
+    "                      seconds (default 0: never), e.g. a client that stopped reading\n"
     "  -h, --help          show this help\n"
     "\n"
     "Clients: nbdinfo 'nbd+unix:///?socket=raidkit.sock', nbdcopy, fio --ioengine=nbd, qemu-img.\n";
@@ -125,21 +140,6 @@ static void serve_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-/* The parsed command line of serve. */
-struct serve_opts {
-    struct rk_open_opts oo;
-    struct rk_emul_params emul; /* oo.emul points here with --emulate */
-    struct rk_nbd_opts no;
-    const char *control;   /* --control PATH, NULL without */
-    const char *fault_all; /* --debug-fault all:SPEC, expanded once the members are known */
-    char all_spec[512];
-    struct rk_emul_params cache_emul; /* oo.cache_emul points here with --cache-emulate */
-    bool listen_given, single, exit_with_parent, export_given;
-    bool listen_conf; /* serve NAME: the configuration's listen (systemd's socket wins) */
-    const char *run, *pidfile, *config;
-    char hidden[128]; /* the socket's name until the array is open (front_bind) */
-};
-
 static pid_t serve_child;        /* --run: the captive command, 0 when none or reaped */
 static volatile int serve_wstat; /* its wait status, valid once serve_reaped */
 static volatile sig_atomic_t serve_reaped;
@@ -155,204 +155,6 @@ static void serve_on_child(int sig)
         if (serve_server)
             rk_nbd_server_stop(serve_server);
     }
-}
-
-/* --debug-fault all:SPEC: "power=shared,SPEC" on slots 0..n-1 (one per member given), so
- * every member is cut by one shared trigger. buf holds the spec. 0, or -1 after a message. */
-static int serve_fault_all(struct rk_open_opts *oo, const char *spec, int n, char *buf, size_t len)
-{
-    if ((size_t)snprintf(buf, len, "power=shared%s%s", *spec ? "," : "", spec) >= len ||
-        oo->nfaults + n > RK_MAX_MEMBERS) {
-        fprintf(stderr, "raidkit serve: --debug-fault all:%s: spec too long or too many faults\n",
-                spec);
-        return -1;
-    }
-    for (int i = 0; i < n; i++) {
-        oo->fault_slot[oo->nfaults] = (uint32_t)i;
-        oo->fault_spec[oo->nfaults++] = buf;
-    }
-    return 0;
-}
-
-/* --debug-fault SLOT:SPEC into oo (all:SPEC into *fault_all). 0 or CLI_EXIT_USAGE with a message.
- */
-static int serve_fault(struct rk_open_opts *oo, const char **fault_all, const char *arg)
-{
-    const char *colon = strchr(arg, ':');
-    char slot[16];
-    uint64_t v;
-    size_t sl = colon ? (size_t)(colon - arg) : 0;
-    if (!colon || sl == 0 || sl >= sizeof(slot) || oo->nfaults >= RK_MAX_MEMBERS) {
-        fprintf(stderr, "raidkit serve: bad --debug-fault '%s' (SLOT:SPEC)\n", arg);
-        return CLI_EXIT_USAGE;
-    }
-    memcpy(slot, arg, sl);
-    slot[sl] = '\0';
-    char serr[512];
-    if (rk_fault_check_spec(colon + 1, serr, sizeof(serr))) {
-        fprintf(stderr, "raidkit serve: --debug-fault %s: %s\n", arg, serr);
-        return CLI_EXIT_USAGE;
-    }
-    if (!strcmp(slot, "cache")) {
-        oo->cache_fault_spec = colon + 1;
-        return 0;
-    }
-    if (!strcmp(slot, "all") && !*fault_all) {
-        *fault_all = colon + 1;
-        return 0;
-    }
-    if (rk_parse_u64(slot, &v) || v >= RK_MAX_MEMBERS) {
-        fprintf(stderr, "raidkit serve: bad slot in --debug-fault '%s'\n", arg);
-        return CLI_EXIT_USAGE;
-    }
-    oo->fault_slot[oo->nfaults] = (uint32_t)v;
-    oo->fault_spec[oo->nfaults] = colon + 1;
-    oo->nfaults++;
-    return 0;
-}
-
-enum {
-    OPT_DEBUG_FAULT = 1000,
-    OPT_EMULATE,
-    OPT_REBUILD_RATE,
-    OPT_SOCKET_MODE,
-    OPT_SOCKET_OWNER,
-    OPT_SOCKET_GROUP,
-    OPT_TLS,
-    OPT_TLS_CERTS,
-    OPT_TLS_PSK,
-    OPT_CACHE,
-    OPT_CACHE_EMULATE,
-    OPT_WB_RATE,
-    OPT_FORCE,
-};
-
-/* The socket and TLS options (docs/SECURITY.md). 1 when c was one of them, 0 when not, or
- * CLI_EXIT_USAGE after a message. */
-static int serve_sec_opt(int c, const char *arg, struct rk_nbd_opts *no)
-{
-    mode_t mode;
-    uid_t uid;
-    gid_t gid;
-    switch (c) {
-    case OPT_SOCKET_MODE:
-        if (rk_unix_parse_mode(arg, &mode) || mode == 0) {
-            fprintf(stderr, "raidkit serve: bad --socket-mode '%s' (octal, 1..0777)\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        no->socket_mode = mode;
-        return 1;
-    case OPT_SOCKET_OWNER:
-        if (rk_unix_parse_user(arg, &uid)) {
-            fprintf(stderr, "raidkit serve: bad --socket-owner '%s' (unknown user)\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        no->socket_uid = uid;
-        no->socket_uid_set = true;
-        return 1;
-    case OPT_SOCKET_GROUP:
-        if (rk_unix_parse_group(arg, &gid)) {
-            fprintf(stderr, "raidkit serve: bad --socket-group '%s' (unknown group)\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        no->socket_gid = gid;
-        no->socket_gid_set = true;
-        return 1;
-    case OPT_TLS:
-        if (!strcmp(arg, "off"))
-            no->tls = RK_NBD_TLS_OFF;
-        else if (!strcmp(arg, "on"))
-            no->tls = RK_NBD_TLS_ON;
-        else if (!strcmp(arg, "require"))
-            no->tls = RK_NBD_TLS_REQUIRE;
-        else {
-            fprintf(stderr, "raidkit serve: bad --tls '%s' (off, on or require)\n", arg);
-            return CLI_EXIT_USAGE;
-        }
-        return 1;
-    case OPT_TLS_CERTS:
-        no->tls_certificates = arg;
-        return 1;
-    case OPT_TLS_PSK:
-        no->tls_psk = arg;
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* --cache (which 0), --cache-emulate (1), --writeback-rate (2) into o. 0, or -1 after a
- * message. */
-static int serve_cache_opt(struct serve_opts *o, int which, const char *arg)
-{
-    uint64_t v;
-    char eerr[512] = "";
-    switch (which) {
-    case 0:
-        o->oo.cache_path = arg;
-        return 0;
-    case 1:
-        if (rk_emul_profile_load(arg, &o->cache_emul, eerr, sizeof(eerr))) {
-            fprintf(stderr, "raidkit serve: --cache-emulate: %s\n", eerr);
-            return -1;
-        }
-        o->oo.cache_emul = &o->cache_emul;
-        return 0;
-    default:
-        if (rk_parse_u64(arg, &v) || v > 1024 * 1024) {
-            fprintf(stderr, "raidkit serve: bad --writeback-rate '%s' (MiB/s, 0 = unlimited)\n",
-                    arg);
-            return -1;
-        }
-        o->oo.cache_writeback_rate = v * 1024 * 1024;
-        return 0;
-    }
-}
-
-/* The options without a value check (front-end conventions, logging, --config). */
-enum { OPT_RUN = 1100, OPT_EXIT_WITH_PARENT, OPT_CONFIG };
-
-/* Option c of serve_front_opt's set (and --listen) into o: 1 done, 0 when c is not one of
- * them, CLI_EXIT_USAGE after a message. */
-static int serve_front_opt(struct serve_opts *o, int c)
-{
-    char err[512];
-    switch (c) {
-    case 'L':
-        if (front_check_listen(optarg, err, sizeof(err))) {
-            fprintf(stderr, "raidkit serve: %s\n", err);
-            return CLI_EXIT_USAGE;
-        }
-        o->no.listen = optarg;
-        o->listen_given = true;
-        break;
-    case 'f':
-        break; /* always in the foreground */
-    case 's':
-        o->single = true;
-        break;
-    case OPT_RUN:
-        o->run = optarg;
-        break;
-    case OPT_EXIT_WITH_PARENT:
-        o->exit_with_parent = true;
-        break;
-    case 'P':
-        o->pidfile = optarg;
-        break;
-    case OPT_CONFIG:
-        o->config = optarg;
-        break;
-    case 'v':
-        rk_log_set_level(RK_LOG_DEBUG);
-        break;
-    case 'q':
-        rk_log_set_level(RK_LOG_WARN);
-        break;
-    default:
-        return 0;
-    }
-    return 1;
 }
 
 /* Parse the options into o (members start at optind). 0, -1 after --help, or an exit code. */
@@ -386,6 +188,10 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         {"cache", required_argument, NULL, OPT_CACHE},
         {"cache-emulate", required_argument, NULL, OPT_CACHE_EMULATE},
         {"writeback-rate", required_argument, NULL, OPT_WB_RATE},
+        {"max-connections", required_argument, NULL, OPT_MAX_CONNS},
+        {"request-memory", required_argument, NULL, OPT_REQ_MEMORY},
+        {"handshake-timeout", required_argument, NULL, OPT_HS_TIMEOUT},
+        {"idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -456,6 +262,13 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
         case OPT_CACHE_EMULATE:
         case OPT_WB_RATE:
             if (serve_cache_opt(o, c - OPT_CACHE, optarg))
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_MAX_CONNS:
+        case OPT_REQ_MEMORY:
+        case OPT_HS_TIMEOUT:
+        case OPT_IDLE_TIMEOUT:
+            if (serve_limit(&o->no, c - OPT_MAX_CONNS, optarg))
                 return CLI_EXIT_USAGE;
             break;
         case 'h':

@@ -46,7 +46,8 @@ int front_check_listen(const char *listen, char *err, size_t errlen)
     return 0;
 }
 
-int front_bind(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *hidden, size_t hlen, char *err, size_t errlen)
+int front_bind(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *hidden,
+               size_t hlen, char *err, size_t errlen)
 {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     const char *path = listen + 5;

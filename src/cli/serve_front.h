@@ -21,7 +21,8 @@ int front_check_listen(const char *listen, char *err, size_t errlen);
  */
 struct rk_nbd_opts;
 /* perm: the unix socket's mode and owner (its socket_* fields), NULL for the defaults. */
-int front_bind(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *hidden, size_t hlen, char *err, size_t errlen);
+int front_bind(const char *listen, const struct rk_nbd_opts *perm, int *fd, char *hidden,
+               size_t hlen, char *err, size_t errlen);
 
 /* Make the socket bound by front_bind visible at the path of listen (rename over a stale
  * socket). No-op for hidden "". 0, or -1 with err. */

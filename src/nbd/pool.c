@@ -1,6 +1,6 @@
 /* NBD worker pool and service clock: a queue of ready requests, threads that run them through
  * the server's run callback, and the moving mean of service time that decides how many workers
- * run and whether the reader may run a request itself. It knows requests only as queue links. */
+ * run. It knows requests only as queue links. */
 #include <errno.h>
 #include <stdlib.h>
 #include <time.h>
@@ -13,8 +13,7 @@
 
 __thread bool nbd_in_worker;
 
-/* Monotonic clock in nanoseconds. */
-static uint64_t nbd_now_ns(void)
+uint64_t nbd_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -28,7 +27,10 @@ static void nbd_svc_sample(struct rk_nbd_server *srv, int64_t dt_ns)
     atomic_store_explicit(&srv->svc_ewma_ns, m + (dt_ns - m) / 8, memory_order_relaxed);
 }
 
-void nbd_pool_run(struct rk_nbd_server *srv, struct nbd_req *r)
+/* Run r in this worker through srv->pool_run, timing it into srv->svc_ewma_ns. Replies never
+ * block here (transmit.c's send path hands what would block to the connection's writer), so
+ * the time is execution plus a non-blocking send. */
+static void nbd_pool_run(struct rk_nbd_server *srv, struct nbd_req *r)
 {
     uint64_t t0 = nbd_now_ns();
     srv->pool_run(r);
@@ -43,8 +45,7 @@ static void nbd_pool_wake(struct rk_nbd_server *srv)
 {
     /* Requests that finish quickly are CPU-bound (memory, page cache): more running workers
      * than CPUs only add context switches. Slow ones block on members: use every worker. */
-    int awake = srv->nworkers - srv->q_idle + srv->q_waking -
-                atomic_load_explicit(&srv->workers_sending, memory_order_relaxed);
+    int awake = srv->nworkers - srv->q_idle + srv->q_waking;
     int64_t svc = atomic_load_explicit(&srv->svc_ewma_ns, memory_order_relaxed);
     int cap = svc < NBD_FAST_NS ? srv->fast_cap : srv->nworkers;
     if (srv->q_head && awake < cap && srv->q_idle > srv->q_waking && srv->q_waking == 0) {

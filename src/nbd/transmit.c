@@ -1,10 +1,13 @@
 /* NBD transmission phase (NBD protocol, "Transmission", "Request types", "Error values"): the
- * per-connection reader validates each request once, pool.c's workers run it and reply out of
- * order. */
+ * per-connection reader validates each request once and runs it itself or hands it to pool.c's
+ * workers (by its CPU cost); replies leave out of order through reply.c. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "core/util.h"
@@ -40,176 +43,89 @@ static uint32_t nbd_errno(int r)
     }
 }
 
-/* Send one whole reply under the send lock. After a failed send the peer is unusable: wake the
- * reader (shutdown) and drop later replies. */
-static void nbd_send_locked(struct nbd_conn *c, struct iovec *iov, int n)
+/* Inline or pool: a connection's small READ/WRITE runs in its reader while the sampled mean
+ * CPU time of its executions stays below NBD_INLINE_CPU_NS and fewer than NBD_INLINE_BLOCK per
+ * mille of them blocked (a voluntary context switch and over NBD_BLOCK_NS of wall time: a
+ * member that makes us wait). CPU time, unlike wall time, does not grow when other processes
+ * take the cores, so a crowded machine does not flip cheap requests to the pool. One request in
+ * NBD_SAMPLE_EVERY is measured (getrusage costs two system calls). */
+#define NBD_INLINE_MAX    (64u * 1024)
+#define NBD_INLINE_CPU_NS 20000
+#define NBD_INLINE_BLOCK  500
+#define NBD_BLOCK_NS      100000
+#define NBD_SAMPLE_EVERY  8
+
+/* Thread CPU time (user + system, ns) and voluntary context switches so far. */
+static void nbd_thread_usage(int64_t *cpu_ns, long *nvcsw)
 {
-    if (atomic_load_explicit(&c->send_failed, memory_order_relaxed))
-        return;
-    atomic_int *sending = &c->srv->workers_sending;
-    if (nbd_in_worker)
-        atomic_fetch_add_explicit(sending, 1, memory_order_relaxed);
-    pthread_mutex_lock(&c->send_lock);
-    int r = nbd_send_iov(c->fd, iov, n);
-    pthread_mutex_unlock(&c->send_lock);
-    if (nbd_in_worker)
-        atomic_fetch_sub_explicit(sending, 1, memory_order_relaxed);
-    if (r) {
-        atomic_store(&c->send_failed, true);
-        shutdown(c->fd, SHUT_RDWR);
-    }
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    *cpu_ns = ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000 +
+              ((int64_t)ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000;
+    *nvcsw = ru.ru_nvcsw;
 }
 
-/* Reply to a request: err is an NBD error value. READ data (err == 0) follows the header; with
- * structured replies a READ is answered with OFFSET_DATA (or NONE when empty) or ERROR chunks,
- * never a simple reply. */
-static void nbd_reply(struct nbd_conn *c, uint64_t handle, uint16_t type, uint32_t err,
-                      uint64_t off, void *data, uint32_t len)
+/* Run r's command on the device: 0 or -errno. */
+static int nbd_req_run(struct nbd_req *r, struct rk_dev *dev)
 {
-    uint8_t hdr[NBD_STRUCTURED_SIZE + 8];
-    struct iovec iov[2] = {{.iov_base = hdr}, {.iov_base = data, .iov_len = 0}};
-    if (!c->structured || type != NBD_CMD_READ) {
-        rk_put_be32(hdr, NBD_SIMPLE_MAGIC);
-        rk_put_be32(hdr + 4, err);
-        rk_put_be64(hdr + 8, handle);
-        iov[0].iov_len = NBD_SIMPLE_SIZE;
-        if (!err && type == NBD_CMD_READ)
-            iov[1].iov_len = len;
-        nbd_send_locked(c, iov, 2);
-        return;
+    switch (r->type) {
+    case NBD_CMD_READ:
+        return rk_dev_read(dev, r->buf, r->len, r->off);
+    case NBD_CMD_WRITE:
+        return rk_dev_write(dev, r->buf, r->len, r->off,
+                            r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0);
+    case NBD_CMD_FLUSH:
+        return rk_dev_flush(dev);
+    case NBD_CMD_TRIM: {
+        int ret = rk_dev_discard(dev, r->len, r->off);
+        if (!ret && (r->flags & NBD_CMD_FLAG_FUA))
+            ret = rk_dev_flush(dev);
+        return ret;
     }
-    rk_put_be32(hdr, NBD_STRUCTURED_MAGIC);
-    rk_put_be16(hdr + 4, NBD_REPLY_FLAG_DONE);
-    rk_put_be64(hdr + 8, handle);
-    if (err) {
-        /* Error chunk payload: 32-bit error, 16-bit message length (no message). */
-        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_ERROR);
-        rk_put_be32(hdr + 16, 6);
-        rk_put_be32(hdr + 20, err);
-        rk_put_be16(hdr + 24, 0);
-        iov[0].iov_len = NBD_STRUCTURED_SIZE + 6;
-    } else if (len == 0) {
-        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_NONE);
-        rk_put_be32(hdr + 16, 0);
-        iov[0].iov_len = NBD_STRUCTURED_SIZE;
-    } else {
-        rk_put_be16(hdr + 6, NBD_REPLY_TYPE_OFFSET_DATA);
-        rk_put_be32(hdr + 16, 8 + len);
-        rk_put_be64(hdr + 20, off);
-        iov[0].iov_len = NBD_STRUCTURED_SIZE + 8;
-        iov[1].iov_len = len;
+    case NBD_CMD_WRITE_ZEROES:
+        return rk_dev_write_zeroes(dev, r->len, r->off,
+                                   (r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0) |
+                                       (r->flags & NBD_CMD_FLAG_NO_HOLE ? RK_ZERO_NO_HOLE : 0));
     }
-    nbd_send_locked(c, iov, 2);
-}
-
-/* Take a free request with a buffer of at least len bytes, waiting while the connection is at
- * its bounds. NULL when out of memory. */
-static struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len)
-{
-    struct nbd_req *r = NULL;
-    pthread_mutex_lock(&c->lock);
-    while (c->outstanding > 0 && ((!c->free_reqs && c->nreqs >= NBD_CONN_MAX_REQS) ||
-                                  c->bytes_out + len > NBD_CONN_MAX_BYTES))
-        pthread_cond_wait(&c->cond, &c->lock);
-    /* Prefer a free request whose buffer is already big enough. */
-    struct nbd_req **pp = &c->free_reqs;
-    while (*pp && (*pp)->cap < len)
-        pp = &(*pp)->next;
-    if (!*pp)
-        pp = &c->free_reqs;
-    if (*pp) {
-        r = *pp;
-        *pp = r->next;
-    } else {
-        r = calloc(1, sizeof(*r));
-        if (r) {
-            r->conn = c;
-            c->nreqs++;
-        }
-    }
-    if (r) {
-        c->outstanding++;
-        c->bytes_out += len;
-    }
-    pthread_mutex_unlock(&c->lock);
-    if (r && r->cap < len) {
-        size_t cap = ((size_t)len + 4095) & ~(size_t)4095;
-        if (cap < NBD_BUF_MIN)
-            cap = NBD_BUF_MIN;
-        free(r->buf);
-        r->buf = rk_buf_alloc(cap);
-        r->cap = r->buf ? cap : 0;
-        if (!r->buf) {
-            r->len = len;
-            r->next = NULL;
-            pthread_mutex_lock(&c->lock);
-            r->next = c->free_reqs;
-            c->free_reqs = r;
-            c->outstanding--;
-            c->bytes_out -= len;
-            pthread_cond_broadcast(&c->cond);
-            pthread_mutex_unlock(&c->lock);
-            return NULL;
-        }
-    }
-    if (r)
-        r->len = len;
-    return r;
-}
-
-/* Return a finished request (its reply already sent) to the free list. */
-static void nbd_req_put(struct nbd_req *r, uint32_t accounted)
-{
-    struct nbd_conn *c = r->conn;
-    if (r->cap > NBD_BUF_KEEP) {
-        free(r->buf);
-        r->buf = NULL;
-        r->cap = 0;
-    }
-    pthread_mutex_lock(&c->lock);
-    r->next = c->free_reqs;
-    c->free_reqs = r;
-    c->outstanding--;
-    c->bytes_out -= accounted;
-    pthread_cond_broadcast(&c->cond);
-    pthread_mutex_unlock(&c->lock);
-}
-
-/* Buffer bytes a request holds in the connection's budget. */
-static uint32_t nbd_req_bytes(const struct nbd_req *r)
-{
-    return r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE ? r->len : 0;
+    return -EINVAL;
 }
 
 void nbd_req_execute(struct nbd_req *r)
 {
     struct nbd_conn *c = r->conn;
-    struct rk_dev *dev = c->srv->dev;
-    int ret = 0;
-    switch (r->type) {
-    case NBD_CMD_READ:
-        ret = rk_dev_read(dev, r->buf, r->len, r->off);
-        break;
-    case NBD_CMD_WRITE:
-        ret = rk_dev_write(dev, r->buf, r->len, r->off,
-                           r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0);
-        break;
-    case NBD_CMD_FLUSH:
-        ret = rk_dev_flush(dev);
-        break;
-    case NBD_CMD_TRIM:
-        ret = rk_dev_discard(dev, r->len, r->off);
-        if (!ret && (r->flags & NBD_CMD_FLAG_FUA))
-            ret = rk_dev_flush(dev);
-        break;
-    case NBD_CMD_WRITE_ZEROES:
-        ret = rk_dev_write_zeroes(dev, r->len, r->off,
-                                  (r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0) |
-                                      (r->flags & NBD_CMD_FLAG_NO_HOLE ? RK_ZERO_NO_HOLE : 0));
-        break;
+    unsigned n = atomic_fetch_add_explicit(&c->nexec, 1, memory_order_relaxed);
+    if (n % NBD_SAMPLE_EVERY) {
+        nbd_reply_send(r, nbd_errno(nbd_req_run(r, c->srv->dev)));
+        return;
     }
-    nbd_reply(c, r->handle, r->type, nbd_errno(ret), r->off, r->buf, r->len);
-    nbd_req_put(r, nbd_req_bytes(r));
+    int64_t cpu0, cpu1;
+    long sw0, sw1;
+    nbd_thread_usage(&cpu0, &sw0);
+    uint64_t t0 = nbd_now_ns();
+    int ret = nbd_req_run(r, c->srv->dev);
+    uint64_t wall = nbd_now_ns() - t0;
+    nbd_thread_usage(&cpu1, &sw1);
+    int64_t m = atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed);
+    atomic_store_explicit(&c->cpu_ewma_ns, m + (cpu1 - cpu0 - m) / 4, memory_order_relaxed);
+    int blocked = sw1 != sw0 && wall > NBD_BLOCK_NS ? 1000 : 0;
+    int b = atomic_load_explicit(&c->block_ewma, memory_order_relaxed);
+    atomic_store_explicit(&c->block_ewma, b + (blocked - b) / 4, memory_order_relaxed);
+    nbd_reply_send(r, nbd_errno(ret));
+}
+
+/* Should the reader run r itself (see NBD_INLINE_CPU_NS)? Not when the connection is busy: a
+ * further request already waits in the socket (FIONREAD; under TLS the raw bytes pending), so a
+ * worker runs this one while the reader goes on reading, and more than one thread serves the
+ * connection. */
+static bool nbd_run_inline(const struct nbd_conn *c, const struct nbd_req *r)
+{
+    if (!(c->srv->inline_ok && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&
+          r->len <= NBD_INLINE_MAX &&
+          atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed) < NBD_INLINE_CPU_NS &&
+          atomic_load_explicit(&c->block_ewma, memory_order_relaxed) < NBD_INLINE_BLOCK))
+        return false;
+    int pending = 0;
+    return ioctl(c->fd, FIONREAD, &pending) != 0 || pending < (int)NBD_REQUEST_SIZE;
 }
 
 /* Check a request once, here at the edge: 0 or -errno for the reply. */
@@ -252,70 +168,168 @@ static int nbd_validate(struct nbd_conn *c, uint16_t type, uint16_t flags, uint6
     return rk_dev_check_range(srv->dev, op, len, off);
 }
 
-/* Inline execution in the reader (see nbd_conn_serve): small READ/WRITE only, while the mean
- * service time stays below NBD_INLINE_NS. */
-#define NBD_INLINE_MAX (64u * 1024)
-#define NBD_INLINE_NS  20000
+/* ---- connection end (docs/ARCHITECTURE.md "Connection end") ---- */
 
-void nbd_conn_serve(struct nbd_conn *c)
+/* Count c as ending (once): requests read afterwards on other connections wait for it. */
+static void nbd_end_mark(struct nbd_conn *c)
 {
     struct rk_nbd_server *srv = c->srv;
-    for (;;) {
-        uint8_t h[NBD_REQUEST_SIZE];
-        if (nbd_recv_all(c->fd, h, sizeof(h)))
-            break;
-        if (rk_get_be32(h) != NBD_REQUEST_MAGIC) {
-            rk_debug("nbd: bad request magic, closing");
-            break;
-        }
-        uint16_t flags = rk_get_be16(h + 4), type = rk_get_be16(h + 6);
-        uint64_t handle = rk_get_be64(h + 8), off = rk_get_be64(h + 16);
-        uint32_t len = rk_get_be32(h + 24);
-        if (type == NBD_CMD_DISC)
-            break;
-
-        int err = nbd_validate(c, type, flags, off, len);
-        if (err) {
-            /* A WRITE's payload always follows; consume it to stay in sync. */
-            if (type == NBD_CMD_WRITE && (len > NBD_WRITE_DRAIN_MAX || nbd_drain(c->fd, len) != 0))
-                break;
-            nbd_reply(c, handle, type, nbd_errno(err), off, NULL, 0);
-            continue;
-        }
-        bool has_buf = type == NBD_CMD_READ || type == NBD_CMD_WRITE;
-        if (has_buf && len == 0) {
-            nbd_reply(c, handle, type, 0, off, NULL, 0);
-            continue;
-        }
-        struct nbd_req *r = nbd_req_get(c, has_buf ? len : 0);
-        if (!r) {
-            if (type == NBD_CMD_WRITE && nbd_drain(c->fd, len) != 0)
-                break;
-            nbd_reply(c, handle, type, NBD_ENOMEM, off, NULL, 0);
-            continue;
-        }
-        r->handle = handle;
-        r->type = type;
-        r->flags = flags;
-        r->off = off;
-        r->len = len;
-        if (type == NBD_CMD_WRITE && nbd_recv_all(c->fd, r->buf, len) != 0) {
-            nbd_req_put(r, len);
-            break;
-        }
-        if (srv->inline_ok && has_buf && len <= NBD_INLINE_MAX &&
-            atomic_load_explicit(&srv->svc_ewma_ns, memory_order_relaxed) < NBD_INLINE_NS) {
-            /* The device answers in microseconds (memory, page cache): running the request
-             * here is cheaper than waking a worker. A slow request raises the mean and sends
-             * the following ones back to the pool, where they run concurrently. */
-            nbd_pool_run(srv, r);
-            continue;
-        }
-        nbd_pool_push(srv, r);
+    pthread_mutex_lock(&srv->drain_lock);
+    if (c->end_state == 0) {
+        c->end_state = 1;
+        atomic_fetch_add(&srv->ndraining, 1);
     }
-    /* DISC or EOF: every request already read finishes and is answered before we close. */
+    /* c's own reader may be waiting in nbd_end_wait: it no longer waits for anyone. */
+    pthread_cond_broadcast(&srv->drain_cond);
+    pthread_mutex_unlock(&srv->drain_lock);
+}
+
+/* Every request c read has run: stop holding back the other connections. */
+static void nbd_end_done(struct nbd_conn *c)
+{
+    struct rk_nbd_server *srv = c->srv;
+    pthread_mutex_lock(&srv->drain_lock);
+    if (c->end_state == 1 && atomic_fetch_sub(&srv->ndraining, 1) == 1)
+        pthread_cond_broadcast(&srv->drain_cond);
+    c->end_state = 2;
+    pthread_mutex_unlock(&srv->drain_lock);
+}
+
+/* Before running a request: wait while other connections that ended still run theirs. */
+static void nbd_end_wait(struct nbd_conn *c)
+{
+    struct rk_nbd_server *srv = c->srv;
+    if (atomic_load_explicit(&srv->ndraining, memory_order_acquire) == 0)
+        return;
+    pthread_mutex_lock(&srv->drain_lock);
+    while (atomic_load(&srv->ndraining) > 0 && c->end_state == 0 && !atomic_load(&srv->stopping))
+        pthread_cond_wait(&srv->drain_cond, &srv->drain_lock);
+    pthread_mutex_unlock(&srv->drain_lock);
+}
+
+void nbd_conn_check_end(struct nbd_conn *c)
+{
+    if (atomic_load(&c->phase) != NBD_PHASE_TRANSMIT)
+        return;
+    struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+        nbd_end_mark(c);
+}
+
+/* A new connection enters transmission: every other connection whose peer has already closed
+ * counts as ending, so what it sent before closing runs before our requests. */
+static void nbd_end_scan(struct nbd_conn *self)
+{
+    struct rk_nbd_server *srv = self->srv;
+    pthread_mutex_lock(&srv->conn_lock);
+    for (struct nbd_conn *o = srv->conns; o; o = o->next)
+        if (o != self)
+            nbd_conn_check_end(o);
+    pthread_mutex_unlock(&srv->conn_lock);
+}
+
+/* The reader leaves (DISC, EOF or error): requests read finish running (other connections
+ * wait for that), then their replies go out or are dropped, then the writer stops. */
+static void nbd_conn_end(struct nbd_conn *c)
+{
+    pthread_mutex_lock(&c->lock);
+    bool busy = c->executing > 0;
+    pthread_mutex_unlock(&c->lock);
+    if (busy)
+        nbd_end_mark(c);
+    pthread_mutex_lock(&c->lock);
+    while (c->executing > 0)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    nbd_end_done(c);
     pthread_mutex_lock(&c->lock);
     while (c->outstanding > 0)
         pthread_cond_wait(&c->cond, &c->lock);
     pthread_mutex_unlock(&c->lock);
+    nbd_writer_stop(c);
+}
+
+/* ---- the reader ---- */
+
+/* Answer a request that will not run (err: -errno, 0 for an empty READ/WRITE). 0, or -1 when
+ * the connection must close. */
+static int nbd_reply_now(struct nbd_conn *c, const uint8_t *h, int err)
+{
+    struct nbd_req *r = nbd_req_get(c, 0);
+    if (!r)
+        return -1;
+    r->handle = rk_get_be64(h + 8);
+    r->type = rk_get_be16(h + 6);
+    r->flags = rk_get_be16(h + 4);
+    r->off = rk_get_be64(h + 16);
+    r->len = 0;
+    nbd_reply_send(r, nbd_errno(err));
+    return 0;
+}
+
+/* Read one request after its header h and hand it to a runner. 0, or -1 to close. */
+static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
+{
+    uint16_t flags = rk_get_be16(h + 4), type = rk_get_be16(h + 6);
+    uint64_t off = rk_get_be64(h + 16);
+    uint32_t len = rk_get_be32(h + 24);
+    int err = nbd_validate(c, type, flags, off, len);
+    if (err) {
+        /* A WRITE's payload always follows; consume it to stay in sync. */
+        if (type == NBD_CMD_WRITE && (len > NBD_WRITE_DRAIN_MAX || nbd_drain(c->fd, len) != 0))
+            return -1;
+        return nbd_reply_now(c, h, err);
+    }
+    bool has_buf = type == NBD_CMD_READ || type == NBD_CMD_WRITE;
+    if (has_buf && len == 0)
+        return nbd_reply_now(c, h, 0);
+    struct nbd_req *r = nbd_req_get(c, has_buf ? len : 0);
+    if (!r)
+        return -1;
+    r->handle = rk_get_be64(h + 8);
+    r->type = type;
+    r->flags = flags;
+    r->off = off;
+    r->len = len;
+    if (has_buf && !r->buf) {
+        int gone = type == NBD_CMD_WRITE && nbd_drain(c->fd, len) != 0;
+        r->len = 0;
+        nbd_reply_send(r, NBD_ENOMEM);
+        return gone ? -1 : 0;
+    }
+    if (type == NBD_CMD_WRITE && nbd_recv_all(c->fd, r->buf, len) != 0) {
+        r->len = 0;
+        nbd_reply_send(r, NBD_EIO); /* the peer is gone: the reply is dropped */
+        return -1;
+    }
+    nbd_end_wait(c);
+    if (nbd_run_inline(c, r))
+        nbd_req_execute(r); /* cheap: cheaper here than waking a worker */
+    else
+        nbd_pool_push(c->srv, r);
+    return 0;
+}
+
+void nbd_conn_serve(struct nbd_conn *c)
+{
+    if (nbd_writer_start(c)) {
+        rk_warn("nbd: cannot start a connection's writer thread; closing it");
+        return;
+    }
+    atomic_store(&c->phase, NBD_PHASE_TRANSMIT);
+    nbd_end_scan(c);
+    for (;;) {
+        uint8_t h[NBD_REQUEST_SIZE];
+        if (nbd_recv_all(c->fd, h, sizeof(h)))
+            break;
+        atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
+        if (rk_get_be32(h) != NBD_REQUEST_MAGIC) {
+            rk_debug("nbd: bad request magic, closing");
+            break;
+        }
+        if (rk_get_be16(h + 6) == NBD_CMD_DISC || nbd_conn_request(c, h))
+            break;
+    }
+    nbd_conn_end(c);
+    atomic_store(&c->phase, NBD_PHASE_DONE);
 }

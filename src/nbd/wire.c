@@ -336,3 +336,24 @@ void nbd_wire_close(int fd)
     pthread_mutex_destroy(&t->out_lock);
     free(t);
 }
+
+int nbd_send_some(int fd, const struct iovec *iov, int n, size_t *sent)
+{
+    struct msghdr msg = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
+    *sent = 0;
+    if (wire_get(fd))
+        return -EAGAIN; /* TLS: records go out through nbd_send_iov (the writer thread) only */
+    for (;;) {
+        ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+        }
+        *sent = (size_t)w;
+        size_t total = 0;
+        for (int i = 0; i < n; i++)
+            total += iov[i].iov_len;
+        return *sent == total ? 0 : -EAGAIN;
+    }
+}

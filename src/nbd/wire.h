@@ -22,6 +22,13 @@ int nbd_recv_all(int fd, void *buf, size_t len);
  * (the caller's send lock or writer thread), concurrent with one receiver. */
 int nbd_send_iov(int fd, struct iovec *iov, int n);
 
+/* Send a prefix of the n iovecs (caller-owned, not modified) without blocking: one
+ * sendmsg(MSG_DONTWAIT | MSG_NOSIGNAL). *sent = bytes the transport accepted (0..total). 0 when
+ * everything went out; -EAGAIN when the rest would block (continue from *sent later with
+ * nbd_send_some or nbd_send_iov); else -errno of sendmsg(2). The caller never mixes this with
+ * another sender on the same connection at the same time. */
+int nbd_send_some(int fd, const struct iovec *iov, int n, size_t *sent);
+
 /* Receive and throw away len bytes (a payload we refuse but must consume to stay in sync).
  * Errors as nbd_recv_all. */
 int nbd_drain(int fd, uint64_t len);
