@@ -324,7 +324,8 @@ static int nbd_send_rest(struct nbd_conn *c, struct nbd_req *r)
     size_t skip = r->sent;
     for (int i = 0; i < 2; i++) {
         size_t d = skip < iov[i].iov_len ? skip : iov[i].iov_len;
-        iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
+        if (d) /* an empty iov may have a NULL base: no arithmetic on it */
+            iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
         iov[i].iov_len -= d;
         skip -= d;
     }
