@@ -129,6 +129,12 @@ static int cio_read_locked(struct rk_cache *c, void *buf, uint64_t len, uint64_t
     bool failed = atomic_load(&c->state) == RK_CACHE_STATE_FAILED;
     int mode = atomic_load(&c->mode);
     uint64_t run = 0, run_len = 0, misses = 0;
+    /* Every read advances its stream, hits included (policy.h): a stream beyond the cutoff
+     * still reads its cached blocks from the cache, only its misses are not inserted (as bcache
+     * does: hits are served, misses bypass). */
+    pthread_mutex_lock(&c->lock);
+    bool seq = rk_cache_policy_sequential(c->pol, off, len);
+    pthread_mutex_unlock(&c->lock);
     struct cio_blk k;
     for (uint64_t pos = 0; cio_next(c, off, len, &pos, &k);) {
         uint64_t cb;
@@ -183,9 +189,6 @@ static int cio_read_locked(struct rk_cache *c, void *buf, uint64_t len, uint64_t
             1);
         return 0;
     }
-    pthread_mutex_lock(&c->lock);
-    bool seq = rk_cache_policy_sequential(c->pol, off, len);
-    pthread_mutex_unlock(&c->lock);
     if (seq) {
         atomic_fetch_add(&c->bypass[RK_CACHE_BYPASS_SEQUENTIAL], 1);
         return 0;
@@ -204,7 +207,6 @@ struct cio_wr {
     uint64_t run, run_len; /* pending backing run (request offsets) */
     bool cached;           /* something went to the cache device (FUA: sync it) */
     bool dirtied;          /* ... as dirty data */
-    void *bounce;
 };
 
 static int cio_wr_run_flush(struct rk_cache *c, struct cio_wr *w)
@@ -228,30 +230,15 @@ static int cio_wr_backing(struct rk_cache *c, struct cio_wr *w, const struct cio
     return r;
 }
 
-/* Data of block k for the cache: the request's bytes, merged into the whole block read from
- * the backing when k is partial (read-modify-write of a miss). NULL on error (*r set). */
-static const void *cio_wr_block_data(struct rk_cache *c, struct cio_wr *w, const struct cio_blk *k,
-                                     int *r)
-{
-    *r = 0;
-    if (k->n == c->bs)
-        return w->buf + k->boff;
-    if (!w->bounce && !(w->bounce = rk_buf_alloc(c->bs))) {
-        *r = -ENOMEM;
-        return NULL;
-    }
-    *r = rk_dev_read(c->backing, w->bounce, c->bs, k->b * c->bs);
-    if (*r)
-        return NULL;
-    memcpy((char *)w->bounce + k->in, w->buf + k->boff, k->n);
-    return w->bounce;
-}
-
 /* A missed block the mode caches: allocate, write the whole block, map it (dirty for
- * writeback). Returns 1 when cached, 0 when it must go to the backing only, -errno. */
+ * writeback). A partial block of a miss is not cached in any mode (RK_CACHE_BYPASS_UNALIGNED):
+ * it goes straight to the backing, since filling the rest of the block would cost a backing
+ * read per cold small write (slower than the backing alone); nothing is mapped, so nothing is
+ * invalidated, and the request's stripes are held throughout. Returns 1 when cached, 0 when it
+ * must go to the backing only, -errno. */
 static int cio_wr_fill(struct rk_cache *c, struct cio_wr *w, const struct cio_blk *k, bool dirty)
 {
-    if (!cio_whole(c, k->b) || (!dirty && k->n != c->bs)) {
+    if (!cio_whole(c, k->b) || k->n != c->bs) {
         atomic_fetch_add(&c->bypass[RK_CACHE_BYPASS_UNALIGNED], 1);
         return 0;
     }
@@ -260,10 +247,7 @@ static int cio_wr_fill(struct rk_cache *c, struct cio_wr *w, const struct cio_bl
         atomic_fetch_add(&c->bypass[RK_CACHE_BYPASS_FULL], 1);
         return 0;
     }
-    int r;
-    const void *data = cio_wr_block_data(c, w, k, &r);
-    if (data)
-        r = cio_cdev(c, true, (void *)data, c->bs, cache_coff(c, cb, 0));
+    int r = cio_cdev(c, true, (void *)(w->buf + k->boff), c->bs, cache_coff(c, cb, 0));
     pthread_rwlock_rdlock(&c->synclock);
     pthread_mutex_lock(&c->lock);
     if (r)
@@ -272,7 +256,7 @@ static int cio_wr_fill(struct rk_cache *c, struct cio_wr *w, const struct cio_bl
         cache_map(c, cb, k->b, dirty);
     pthread_mutex_unlock(&c->lock);
     pthread_rwlock_unlock(&c->synclock);
-    if (r && data) /* the cache device failed */
+    if (r) /* the cache device failed */
         cache_failed(c, r);
     if (r) /* not cached: the block goes to the backing */
         return 0;
@@ -340,15 +324,16 @@ static enum rk_cache_reason cio_wr_reason(struct rk_cache *c, uint64_t len, uint
 {
     int st = atomic_load(&c->state);
     int mode = atomic_load(&c->mode);
+    /* Every write advances its stream, whatever the mode (policy.h). */
+    pthread_mutex_lock(&c->lock);
+    bool seq = rk_cache_policy_sequential(c->pol, off, len);
+    pthread_mutex_unlock(&c->lock);
     if (st == RK_CACHE_STATE_FAILED)
         return RK_CACHE_BYPASS_FAILED;
     if (st == RK_CACHE_STATE_DETACHING)
         return RK_CACHE_BYPASS_DETACHING;
     if (mode == RK_CACHE_NONE || mode == RK_CACHE_WRITEAROUND)
         return RK_CACHE_BYPASS_MODE;
-    pthread_mutex_lock(&c->lock);
-    bool seq = rk_cache_policy_sequential(c->pol, off, len);
-    pthread_mutex_unlock(&c->lock);
     return seq ? RK_CACHE_BYPASS_SEQUENTIAL : RK_CACHE_ADMIT;
 }
 
@@ -378,7 +363,6 @@ static int cio_write_locked(struct rk_cache *c, const void *buf, uint64_t len, u
     }
     if (!r)
         r = cio_wr_run_flush(c, &w);
-    free(w.bounce);
     if (!r && (flags & RK_WRITE_FUA) && w.cached) {
         int s = cache_sync(c);
         if (s && w.dirtied)

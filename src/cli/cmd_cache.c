@@ -120,21 +120,44 @@ static int create_check_distinct(const struct create_args *a)
     return 0;
 }
 
-/* What CACHEDEV holds now: refuse a raidkit cache or array member without --force. */
+/* Foreign content of CACHEDEV's first len bytes that `cache create` must not overwrite without
+ * --force (the signatures `raidkit create` refuses for members), or NULL. */
+static const char *create_foreign(const uint8_t *b, size_t len)
+{
+    if (rk_cache_meta_has_magic(b))
+        return "a raidkit cache";
+    if (rk_sb_has_magic(b))
+        return "a raidkit array member superblock";
+    if (memcmp(b, "LUKS\xba\xbe", 6) == 0)
+        return "a LUKS header";
+    if (memcmp(b, "XFSB", 4) == 0)
+        return "an XFS file system";
+    if (len >= 65608 && memcmp(b + 65600, "_BHRfS_M", 8) == 0)
+        return "a btrfs file system";
+    if (rk_get_le16(b + 1080) == 0xEF53)
+        return "an ext2/3/4 file system";
+    if (b[510] == 0x55 && b[511] == 0xAA)
+        return "a partition table or boot sector (0x55AA at 510)";
+    return NULL;
+}
+
+/* What CACHEDEV holds now: refuse a raidkit cache, an array member or a file system without
+ * --force. */
 static int create_check_device(const struct create_args *a, struct rk_dev *dev)
 {
     if (dev->size < RK_SB_SIZE)
         return 0; /* too small: the format check says so */
-    uint8_t *blk = rk_buf_alloc(RK_SB_SIZE);
+    size_t len = dev->size < 128 * 1024 ? RK_SB_SIZE : 128 * 1024;
+    uint8_t *blk = rk_buf_alloc(len);
     if (!blk)
         return -ENOMEM;
-    int r = rk_dev_read(dev, blk, RK_SB_SIZE, 0);
+    int r = rk_dev_read(dev, blk, len, 0);
+    const char *what = r ? NULL : create_foreign(blk, len);
     if (r) {
         fprintf(stderr, "raidkit cache create: %s: cannot read: %s\n", a->cachedev, strerror(-r));
-    } else if (!a->force && (rk_cache_meta_has_magic(blk) || rk_sb_has_magic(blk))) {
-        fprintf(stderr,
-                "raidkit cache create: %s already holds a raidkit %s; --force overwrites it\n",
-                a->cachedev, rk_cache_meta_has_magic(blk) ? "cache" : "array member superblock");
+    } else if (!a->force && what) {
+        fprintf(stderr, "raidkit cache create: %s already holds %s; --force overwrites it\n",
+                a->cachedev, what);
         r = -EEXIST;
     }
     free(blk);

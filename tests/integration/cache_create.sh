@@ -134,6 +134,14 @@ grep -q "dirty" "$T/err" || rk_fail "dirty rebind: message $(cat "$T/err")"
 [ "$before" = "$(rk_sums "${A[@]}" "$T/ssd3")" ] || rk_fail "refused dirty rebind wrote something"
 "$RAIDKIT" cache create --mode writeback --force "$T/ssd3" "${A[@]}" >/dev/null 2>&1 || rk_fail "forced dirty rebind failed"
 
+# A CACHEDEV holding a file system (ext4 magic 0xEF53 at 1080): refused without --force, untouched.
+truncate -s 16M "$T/fs"
+printf '\x53\xef' | dd of="$T/fs" bs=1 seek=1080 conv=notrunc status=none
+fsum=$(rk_sums "$T/fs")
+bad "file system on the cache device" cache create --mode writeback "$T/fs" "${A[@]}"
+grep -q "already holds an ext2/3/4 file system" "$T/err" || rk_fail "file system: message $(cat "$T/err")"
+[ "$fsum" = "$(rk_sums "$T/fs")" ] || rk_fail "refused create over a file system wrote to it"
+
 # A damaged cache is listed as refused by info, with the reason, and nothing is trusted.
 printf '\x01' | dd of="$T/ssd2" bs=1 seek=200 conv=notrunc status=none
 "$RAIDKIT" info "$T/ssd2" >"$T/d.txt" 2>&1 || true

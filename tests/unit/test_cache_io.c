@@ -29,15 +29,16 @@ struct env {
 };
 
 static const uint8_t uuid[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static uint64_t env_back = BACK_SIZE; /* backing size of the next env_open */
 
 /* A cache of about cblocks blocks of CBS bytes over a memory backing of BACK_SIZE. */
 static void env_open(struct env *e, int mode, uint64_t cblocks)
 {
-    assert_int_equal(rk_mem_open(BACK_SIZE, 4096, &e->back), 0);
+    assert_int_equal(rk_mem_open(env_back, 4096, &e->back), 0);
     struct rk_dev *mem;
     uint64_t csize = 1024 * 1024 + cblocks * CBS;
     assert_int_equal(rk_mem_open(csize, 4096, &mem), 0);
-    struct rk_cache_format_params p = {.array_size = BACK_SIZE,
+    struct rk_cache_format_params p = {.array_size = env_back,
                                        .block_size = CBS,
                                        .mode = (enum rk_cache_mode)mode,
                                        .journal_size = 64 * 1024};
@@ -50,7 +51,7 @@ static void env_open(struct env *e, int mode, uint64_t cblocks)
     assert_int_equal(
         rk_cache_open(e->back, e->cdev, "mem-cache", &o, &e->c, &e->dev, err, sizeof(err)), 0);
     rk_cache_set_fault_dev(e->c, e->cdev);
-    e->ref = calloc(1, BACK_SIZE);
+    e->ref = calloc(1, env_back);
 }
 
 static void env_close(struct env *e)
@@ -227,6 +228,64 @@ static void test_fill_races_bypass(void **state)
     env_close(&e);
 }
 
+/* Hits advance the sequential stream (policy.h: called for every request): 3 MiB of cached
+ * blocks read in order, then the misses that follow are past the 4 MiB cutoff and bypass; the
+ * hits of the stream are still served from the cache. */
+static void test_sequential_hits_advance_stream(void **state)
+{
+    struct env e;
+    env_back = 8 * 1024 * 1024;
+    env_open(&e, RK_CACHE_WRITETHROUGH, 512);
+    env_back = BACK_SIZE;
+    const uint64_t hot = 3 * 1024 * 1024, rq = 64 * 1024;
+    uint8_t *buf = rk_buf_alloc(rq);
+    /* Backwards, one block at a time: cached, and no stream ends where the reads go on. */
+    for (uint64_t o = hot; o > 0; o -= CBS) {
+        fill(buf, CBS, (unsigned)o);
+        assert_int_equal(rk_dev_write(e.dev, buf, CBS, o - CBS, 0), 0);
+    }
+    struct rk_cache_status st;
+    rk_cache_status(e.c, &st);
+    assert_int_equal(st.mapped, hot / CBS);
+    uint64_t hits0 = st.read_hits;
+    for (uint64_t o = 0; o < 5 * 1024 * 1024; o += rq)
+        assert_int_equal(rk_dev_read(e.dev, buf, rq, o), 0);
+    rk_cache_status(e.c, &st);
+    assert_int_equal(st.read_hits - hits0, hot / CBS);        /* hits served from the cache */
+    assert_true(st.bypass[RK_CACHE_BYPASS_SEQUENTIAL] >= 16); /* the misses past 4 MiB */
+    free(buf);
+    env_close(&e);
+}
+
+/* A cold partial-block write in writeback is not cached (no read of the rest of the block from
+ * the backing): it reaches the backing at once, counted as unaligned; a whole block is cached. */
+static void test_cold_partial_write_bypasses(void **state)
+{
+    struct env e;
+    env_open(&e, RK_CACHE_WRITEBACK, 64);
+    uint8_t *buf = rk_buf_alloc(CBS), *got = rk_buf_alloc(CBS);
+    fill(buf, 4096, 7);
+    assert_int_equal(rk_dev_write(e.dev, buf, 4096, 20 * CBS + 4096, 0), 0);
+    struct rk_cache_status st;
+    rk_cache_status(e.c, &st);
+    assert_int_equal(st.mapped, 0);
+    assert_int_equal(st.bypass[RK_CACHE_BYPASS_UNALIGNED], 1);
+    assert_int_equal(rk_dev_read(e.back, got, 4096, 20 * CBS + 4096), 0);
+    assert_memory_equal(got, buf, 4096);
+    fill(buf, CBS, 8);
+    assert_int_equal(rk_dev_write(e.dev, buf, CBS, 30 * CBS, 0), 0);
+    rk_cache_status(e.c, &st);
+    assert_int_equal(st.mapped, 1);
+    assert_int_equal(st.dirty, 1);
+    /* A partial write to the now cached block stays in the cache (dirty hit). */
+    assert_int_equal(rk_dev_write(e.dev, buf, 4096, 30 * CBS, 0), 0);
+    rk_cache_status(e.c, &st);
+    assert_int_equal(st.bypass[RK_CACHE_BYPASS_UNALIGNED], 1);
+    free(buf);
+    free(got);
+    env_close(&e);
+}
+
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
@@ -235,6 +294,8 @@ int main(void)
         cmocka_unit_test(test_writeback_drain),
         cmocka_unit_test(test_cache_device_fails),
         cmocka_unit_test(test_fill_races_bypass),
+        cmocka_unit_test(test_sequential_hits_advance_stream),
+        cmocka_unit_test(test_cold_partial_write_bypasses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
