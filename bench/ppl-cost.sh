@@ -57,7 +57,8 @@ wl_opts() { # WORKLOAD DATA_MEMBERS
     esac
 }
 RAW=$OUT_DIR/raw.tsv
-printf 'bin\tlevel\tmode\tworkload\tround\tiops\tmibs\n' >"$RAW"
+printf 'bin\tlevel\tmode\tworkload\tround\tiops\tmibs\tcpu_us\n' >"$RAW"
+TCK=$(getconf CLK_TCK)
 wait_quiet
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 IFS=, read -r -a SPECL <<<"$SPECS"
@@ -88,16 +89,19 @@ for r in $(seq 1 "$ROUNDS"); do
                 vsize=$(nbdinfo --size "$uri") || exit 1
                 for w in $WORKLOADS; do
                     json=$OUT_DIR/b$bi-$level-$mode-$w-r$r.json
+                    c0=$(awk '{ print $14 + $15 }' "/proc/$RK_PID/stat")
                     # shellcheck disable=SC2046
                     fio --name="$w" --ioengine=nbd --uri="$uri" $(wl_opts "$w" "$nd") \
                         --size="$(((vsize / (nd * CHUNK_K * 1024)) * nd * CHUNK_K * 1024))" \
                         --time_based --runtime="$RUNTIME" --randseed=42 --output-format=json \
                         --output="$json" >"$json.err" 2>&1 || { cat "$json.err" >&2; exit 1; }
+                    c1=$(awk '{ print $14 + $15 }' "/proc/$RK_PID/stat")
                     line=$("$PY" -c '
 import json, sys
 text = open(sys.argv[1]).read()
 t = json.loads(text[text.index("{"):])["jobs"][0]["write"]
-print("%.1f\t%.1f" % (t["iops"], t["bw"] / 1024.0))' "$json") || exit 1
+cpu = (int(sys.argv[3]) - int(sys.argv[2])) * 1e6 / int(sys.argv[4]) / max(t["total_ios"], 1)
+print("%.1f\t%.1f\t%.1f" % (t["iops"], t["bw"] / 1024.0, cpu))' "$json" "$c0" "$c1" "$TCK") || exit 1
                     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$bi" "$level" "$mode" "$w" "$r" "$line" >>"$RAW"
                     log "round $r bin $bi $level $mode $w: $(cut -f1 <<<"$line") IOPS" \
                         "$(cut -f2 <<<"$line") MiB/s"
@@ -116,17 +120,19 @@ LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
     "$PY" - "$RAW" <<'EOF2'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-print("bin level  workload     none IOPS   ppl IOPS   ppl/none (median of %d rounds)"
-      % len({r["round"] for r in rows}))
+print("bin level  workload     none IOPS   ppl IOPS   ppl/none   cpu us/io none  ppl"
+      "  (medians of %d rounds)" % len({r["round"] for r in rows}))
 for b in sorted({r["bin"] for r in rows}):
     for level in sorted({r["level"] for r in rows}):
         for w in dict.fromkeys(r["workload"] for r in rows):
-            med = {}
+            med, cpu = {}, {}
             for mode in ("none", "ppl"):
-                v = [float(r["iops"]) for r in rows if r["bin"] == b and r["level"] == level
-                     and r["workload"] == w and r["mode"] == mode]
-                med[mode] = statistics.median(v) if v else float("nan")
-            print("%-3s %-6s %-12s %10.0f %10.0f   %.2f" % (b, level, w, med["none"], med["ppl"],
-                                                         med["ppl"] / med["none"]))
+                sel = [r for r in rows if r["bin"] == b and r["level"] == level
+                       and r["workload"] == w and r["mode"] == mode]
+                med[mode] = statistics.median([float(r["iops"]) for r in sel]) if sel else float("nan")
+                cpu[mode] = statistics.median([float(r["cpu_us"]) for r in sel]) if sel else float("nan")
+            print("%-3s %-6s %-12s %10.0f %10.0f   %.2f %14.1f %5.1f" % (
+                b, level, w, med["none"], med["ppl"], med["ppl"] / med["none"], cpu["none"],
+                cpu["ppl"]))
 EOF2
 } | tee "$OUT_DIR/summary.txt"
