@@ -9,13 +9,16 @@
 # Environment (defaults in brackets):
 #   ROUNDS [2]  RUNTIME [4] s per run  MEMBER_SIZE [512M]  CHUNK [64K]  MEMBERS [4,6]
 #   LEVELS [raid0 raid1 raid5 raid6 raid10]  WORKLOADS [all] (a subset of the names below)
+#   WARMUP [1] s of the same fio job before each measured run (not counted: first writes into
+#   fresh write-intent bitmap regions pay an area write, which is not the steady state)
 #   SHM_DIR [/dev/shm]  OUT_DIR [<repo>/bench/out/raid-levels-TIME]
 #   WAIT_QUIET [0] s to wait for a 1-minute load average below QUIET_LOAD [1.5] before measuring
 #   PARITY_PERF [<dir of RAIDKIT>/parity_perf] run it at the end too ("" to skip)
 # Workloads: seqwrite1m (1M sequential write, qd 8), seqwritefs (sequential write with bs = the
 # least common multiple of the raid0, raid5 and raid6 stripe widths, so every request of every
 # level covers whole stripes; qd 8), randwrite4k (4K random write, qd 32), randwrite16k (16K
-# random write, qd 32). Levels alternate within a round (and rotate who goes first every round);
+# random write, qd 32), seqwrite16k (16K sequential write, qd 8: sub-chunk writes into raid5/6
+# stripes, the stream-fill case). Levels alternate within a round (and rotate who goes first every round);
 # each level is created afresh on the same member files (`create --force`) and served on its
 # own. Per-member I/O counters from `raidkit status --json` give the member reads/writes per host
 # request; utime + stime of the server process (/proc/PID/stat, every thread including io_uring
@@ -81,11 +84,12 @@ for n in "${NS[@]}"; do
     FS_BS[$n]=$(("$("$PY" -c "import math; print(math.lcm($n, $n - 1, $n - 2))")" * CH_K))K
 done
 read -r -a LEVELS <<<"${LEVELS:-raid0 raid1 raid5 raid6 raid10}"
-WORKLOADS=${WORKLOADS:-seqwrite1m seqwritefs randwrite4k randwrite16k}
+WORKLOADS=${WORKLOADS:-seqwrite1m seqwritefs seqwrite16k randwrite4k randwrite16k}
+WARMUP=${WARMUP:-1}
 level_wls() {
     local all w out=""
     case $1 in
-    raid0 | raid5 | raid6) all="seqwrite1m seqwritefs randwrite4k randwrite16k" ;;
+    raid0 | raid5 | raid6) all="seqwrite1m seqwritefs seqwrite16k randwrite4k randwrite16k" ;;
     raid1 | raid10) all="randwrite4k randwrite16k" ;;
     esac
     for w in $all; do
@@ -99,6 +103,7 @@ TCK=$(getconf CLK_TCK)
 wl_opts() { # WORKLOAD N
     case $1 in
     seqwrite1m) echo "--rw=write --bs=1M --iodepth=8" ;;
+    seqwrite16k) echo "--rw=write --bs=16k --iodepth=8" ;;
     seqwritefs) echo "--rw=write --bs=${FS_BS[$2]} --iodepth=8" ;;
     randwrite4k) echo "--rw=randwrite --bs=4k --iodepth=32 --norandommap --randrepeat=0" ;;
     randwrite16k) echo "--rw=randwrite --bs=16k --iodepth=32 --norandommap --randrepeat=0" ;;
@@ -165,6 +170,12 @@ for r in $(seq 1 "$ROUNDS"); do
 s = '$(wl_opts "$w" "$n")'.split('--bs=')[1].split()[0]
 print(int(s[:-1]) * {'k': 1024, 'K': 1024, 'M': 1048576}[s[-1]])")
                     fsize=$((vsize / bs_b * bs_b))
+                    if [ "$WARMUP" != 0 ]; then
+                        # shellcheck disable=SC2046
+                        fio --name="$w" --ioengine=nbd --uri="$uri" $(wl_opts "$w" "$n") \
+                            --size="$fsize" --time_based --runtime="$WARMUP" --randseed=7 \
+                            --output=/dev/null >/dev/null 2>&1
+                    fi
                     before=$(counters "$ctl") || { log "status failed"; exit 1; }
                     c0=$(cpu_ticks "$RK_PID")
                     # shellcheck disable=SC2046
@@ -251,7 +262,7 @@ for (b, n), by_w in sorted(data.items()):
                 min(x[1] for x in v), max(x[1] for x in v), mr / hios if hios else 0,
                 mw / hios if hios else 0, mwb / hbytes if hbytes else 0, cpu_us(v)))
     print()
-    for w in ("seqwrite1m", "seqwritefs"):
+    for w in ("seqwrite1m", "seqwritefs", "seqwrite16k"):
         if w not in by_w or "raid0" not in by_w[w]:
             continue
         r0 = mean([x[1] for x in by_w[w]["raid0"]])
@@ -259,9 +270,10 @@ for (b, n), by_w in sorted(data.items()):
             if lv not in by_w[w]:
                 continue
             ratio = mean([x[1] for x in by_w[w][lv]]) / r0
-            target = 0.9 * (n - p) / n
-            print("%-12s %s/raid0 = %.3f  target 0.9 x (N-%d)/N = %.3f  %s" % (
-                w, lv, ratio, p, target, "MET" if ratio >= target else "NOT MET"))
+            f = 0.8 if w == "seqwrite16k" else 0.9
+            target = f * (n - p) / n
+            print("%-12s %s/raid0 = %.3f  target %.1f x (N-%d)/N = %.3f  %s" % (
+                w, lv, ratio, f, p, target, "MET" if ratio >= target else "NOT MET"))
     w = "randwrite4k"
     if w in by_w and "raid10" in by_w[w]:
         r10 = mean([x[0] for x in by_w[w]["raid10"]])
