@@ -14,6 +14,7 @@
 #   SHM_DIR [/dev/shm]  OUT_DIR [<repo>/bench/out/ppl-cost-TIME]  BASE_BITMAP [none]
 #   SPECS ["raid5 4,raid6 6"] level and member count per array
 #   WORKLOADS ["randwrite4k seqwrite1m seqwritefs"]
+#   SERVE_ARGS [""] extra `raidkit serve` options, e.g. "--emulate sata-ssd-2014" (emulated members)
 set -uo pipefail
 
 if [ $# -lt 1 ]; then
@@ -38,6 +39,7 @@ QUIET_LOAD=${QUIET_LOAD:-1.5}
 BASE_BITMAP=${BASE_BITMAP:-none}
 SPECS=${SPECS:-raid5 4,raid6 6}
 WORKLOADS=${WORKLOADS:-randwrite4k seqwrite1m seqwritefs}
+read -r -a SERVE_EXTRA <<<"${SERVE_ARGS:-}"
 
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_need fio nbdinfo "$PY"
@@ -82,7 +84,7 @@ for r in $(seq 1 "$ROUNDS"); do
                 sock=$WORK/nbd.sock
                 rm -f "$sock"
                 slog=$OUT_DIR/serve-b$bi-$level-$mode-r$r.log
-                "$RK" serve --listen "unix:$sock" "${members[@]}" 2>"$slog" &
+                "$RK" serve --listen "unix:$sock" "${SERVE_EXTRA[@]}" "${members[@]}" 2>"$slog" &
                 RK_PID=$!
                 wait_socket "$RK_PID" "$sock" "$slog" || exit 1
                 uri="nbd+unix:///?socket=$sock"
@@ -115,7 +117,7 @@ print("%.1f\t%.1f\t%.1f" % (t["iops"], t["bw"] / 1024.0, cpu))' "$json" "$c0" "$
 done
 LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
 {
-    echo "load average at start $LOAD_START, at end $LOAD_END"
+    echo "load average at start $LOAD_START, at end $LOAD_END; serve ${SERVE_ARGS:-(no extra options)}"
     for j in $(seq 0 $((nb - 1))); do echo "bin $j: ${BINS[$j]}"; done
     "$PY" - "$RAW" <<'EOF2'
 import csv, statistics, sys

@@ -139,9 +139,9 @@ static void test_stream_counts(void **state)
             counts(&a, &ra, &wa);
             uint64_t want = i == 0 ? a.np + 1 : i == 1 ? a.nd - 1 : i % per == 0 ? a.nd - 1 : 0;
             if (ra - rb != want)
-                print_error("%s write %llu: %llu member reads, want %llu\n",
-                            ci ? "raid6" : "raid5", (unsigned long long)i,
-                            (unsigned long long)(ra - rb), (unsigned long long)want);
+                print_error("%s write %llu: %llu member reads, want %llu\n", ci ? "raid6" : "raid5",
+                            (unsigned long long)i, (unsigned long long)(ra - rb),
+                            (unsigned long long)want);
             assert_int_equal(ra - rb, want);
             assert_int_equal(wa - wb, 1 + a.np);
         }
