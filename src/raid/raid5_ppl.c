@@ -27,6 +27,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/util.h"
 #include "raid/raid5_int.h"
@@ -329,14 +330,26 @@ static void ring_run(const struct r5_ppl *L, const struct ppl_ring *m, uint32_t 
     }
 }
 
+/* A ring whose log writes take at least this long groups: a writer waits for the write in
+ * flight and the entries that queued meanwhile go out together. Faster rings (memory-backed
+ * members: a 8 KiB write is ~2 us, a wait and wake-up costs more) never wait. */
+#define PPL_GROUP_NS 50000u
+
+static uint64_t ppl_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /*
  * Group commit (md's io_unit, without a format change: each entry keeps its own header): make
- * the entries of seq on slots[0..n-1] (encoded in their rings' stage, state READY) durable. A
- * ring writes one run at a time; the thread that finds its entry READY and the ring idle writes
- * the whole run of READY entries around it, back to back in the ring, as one FUA member write,
- * for every writer in the run; the others wait for it. So on members with real write latency the
- * entries that arrive during one log write share the next one. Returns the slot mask whose log
- * write failed (each such slot is failed by the thread that wrote the run).
+ * the entries of seq on slots[0..n-1] (encoded in their rings' stage, state READY) durable. The
+ * thread that finds its entry READY writes the whole run of READY entries around it, back to
+ * back in the ring, as one FUA member write, for every writer in the run. On a ring whose log
+ * writes are slow (PPL_GROUP_NS) it first waits for the write in flight, so the entries that
+ * arrive during one log write share the next one; on a fast ring it writes at once. Returns the
+ * slot mask whose log write failed (each such slot is failed by the thread that wrote the run).
  */
 static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
                            uint64_t seq)
@@ -356,7 +369,7 @@ static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t
                 continue;
             }
             pending++;
-            if (m->writing || e->ws != PPL_READY)
+            if (e->ws != PPL_READY || (m->writing && m->lat_ns >= PPL_GROUP_NS))
                 continue;
             uint32_t idx = 0, lo, hi;
             while (&m->q[(m->first + idx) % L->cap] != e)
@@ -364,9 +377,11 @@ static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t
             ring_run(L, m, idx, &lo, &hi);
             const struct ppl_ent *f = &m->q[(m->first + lo) % L->cap];
             const struct ppl_ent *t = &m->q[(m->first + hi - 1) % L->cap];
-            for (uint32_t k = lo; k < hi; k++)
+            for (uint32_t k = lo; k < hi; k++) {
                 m->q[(m->first + k) % L->cap].ws = PPL_WRITING;
-            m->writing = true;
+                m->q[(m->first + k) % L->cap].run = seq;
+            }
+            m->writing++;
             rk_io_init(&io[nio], r->members[slots[i]], RK_OP_WRITE, m->stage + f->pos,
                        t->pos + t->size - f->pos, L->off + RK_PPL_BLOCK + f->pos, RK_WRITE_FUA);
             run_slot[nio++] = slots[i];
@@ -378,6 +393,7 @@ static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t
             continue;
         }
         pthread_mutex_unlock(&L->lock);
+        uint64_t t0 = ppl_now_ns();
         struct rk_io_batch b;
         rk_io_batch_init(&b);
         if (rk_io_run(&b, io, nio))
@@ -385,18 +401,19 @@ static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t
                 if (io[i].result)
                     raid_fail(r, run_slot[i], io[i].result);
         rk_io_batch_destroy(&b);
+        uint64_t dt = ppl_now_ns() - t0;
         pthread_mutex_lock(&L->lock);
         for (int i = 0; i < nio; i++) {
-            /* One run per ring at a time: the WRITING entries are exactly this run's. */
             struct ppl_ring *m = &L->m[run_slot[i]];
             for (uint32_t k = 0; k < m->count; k++) {
                 struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
-                if (e->ws == PPL_WRITING) {
+                if (e->ws == PPL_WRITING && e->run == seq) {
                     e->ws = PPL_DURABLE;
                     e->result = io[i].result;
                 }
             }
-            m->writing = false;
+            m->writing--;
+            m->lat_ns = (7 * m->lat_ns + dt) / 8;
         }
         ppl_wake(L);
     }

@@ -19,8 +19,9 @@ enum ppl_wstate { PPL_FILLING, PPL_READY, PPL_WRITING, PPL_DURABLE };
 struct ppl_ent {
     uint64_t seq, pos, size;
     enum ppl_wstate ws;
-    int result; /* of its log write, once PPL_DURABLE (0 or -errno) */
-    bool done;  /* the stripe write completed (durable after the next member flush) */
+    int result;   /* of its log write, once PPL_DURABLE (0 or -errno) */
+    uint64_t run; /* PPL_WRITING: the log write carrying it (its leader's seq) */
+    bool done;    /* the stripe write completed (durable after the next member flush) */
 };
 
 /* One member's ring: live entries [first, first + count) of q (circular, cap entries). Entries
@@ -31,7 +32,8 @@ struct ppl_ring {
     uint64_t head;      /* next free position (ring bytes) */
     uint64_t retired;   /* the durable retirement point (head block) */
     uint32_t first, count;
-    bool writing; /* a log write of this ring is in flight (one at a time) */
+    unsigned writing; /* log writes of this ring in flight */
+    uint64_t lat_ns;  /* moving mean duration of its log writes (group commit decides by it) */
     struct ppl_ent *q;
     char *stage;
 };
