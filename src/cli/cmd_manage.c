@@ -457,7 +457,7 @@ int cli_fail(int argc, char **argv)
     return rc;
 }
 
-/* Offline job: print progress on stderr about twice a second until it ends. */
+/* Offline job: print progress on stderr until it ends (polled from 2 ms, doubling to 0.5 s). */
 static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
 {
     struct rk_raid_progress p;
