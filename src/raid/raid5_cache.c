@@ -133,10 +133,11 @@ static void r5c_learn(struct r5_centry *ce, uint32_t k, uint64_t chunk, uint64_t
  * touched blocks, RCW's read or cached blocks), else the written columns from the request. */
 void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
                 struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
-                uint32_t cv)
+                uint32_t cv, uint32_t full)
 {
     uint64_t chunk = q->r->l.g.chunk;
-    uint32_t inbuf = mode == R5_RMW ? touched : need | (cv & touched);
+    /* RCW leaves a block written over the whole window in the request (its buffer unused). */
+    uint32_t inbuf = mode == R5_RMW ? touched : need | (cv & touched & ~full);
     for (uint32_t k = 0; k < g->nd; k++) {
         uint32_t kb = 1u << k;
         if (ce->valid & kb) {

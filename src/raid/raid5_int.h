@@ -207,11 +207,11 @@ void r5c_forget(struct r5_centry *ce);
 uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi);
 /* After a successful write of window w in mode: record in ce what is now known of each data
  * chunk (touched: data blocks written; need: blocks the reconstruct-write read into q's
- * buffers; cv: blocks ce knew over the window before, r5c_known). A chunk whose known columns
- * grow to the whole chunk becomes valid. */
+ * buffers; cv: blocks ce knew over the window before, r5c_known; full: blocks written over the
+ * whole window). A chunk whose known columns grow to the whole chunk becomes valid. */
 void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
                 struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
-                uint32_t cv);
+                uint32_t cv, uint32_t full);
 /* Sequential-stream detection: true when a write starting at array offset off begins where one
  * of the last R5_STREAM_ENDS writes ended; then (always) remember end = off + len. */
 bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len);

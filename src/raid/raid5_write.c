@@ -162,10 +162,11 @@ static int r5w_commit(struct r5_req *q, const struct r5_geo *g, const struct r5_
     int ret = r5_io_write(q, &v, &failed);
     if (!ce)
         return ret;
-    if (failed || pl->bad || pl->mode == R5_RECOVER)
+    /* No parity written (a parity slot failed meanwhile): the buffers were never filled. */
+    if (failed || pl->bad || pl->mode == R5_RECOVER || !pl->pwrite)
         r5c_forget(ce);
     else
-        r5c_update(q, g, w, ce, pl->mode, pl->touched, pl->need, pl->cv);
+        r5c_update(q, g, w, ce, pl->mode, pl->touched, pl->need, pl->cv, pl->full);
     return ret;
 }
 
