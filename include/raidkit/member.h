@@ -36,6 +36,12 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out);
 /* Which I/O path a file member uses: "io_uring" or "pread". dev must come from rk_file_open. */
 const char *rk_file_engine(const struct rk_dev *dev);
 
+/* True when dev's asynchronous submits run their data I/O in the submitter's thread (pread /
+ * pwrite; buffered members by default, see src/member/file.c file_inline_wanted; env
+ * RAIDKIT_MEMBER_IO=ring|inline overrides), false when they go through its io_uring. false for
+ * a device not from rk_file_open. */
+bool rk_file_inline(const struct rk_dev *dev);
+
 /* Fault kinds for rk_fault_add_range(). */
 #define RK_FAULT_READ  0x1u
 #define RK_FAULT_WRITE 0x2u

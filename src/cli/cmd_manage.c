@@ -250,12 +250,21 @@ static bool mgmt_resync_running(const char *path)
     return yes;
 }
 
+/* Adaptive poll (issue 13 item 4): sleep *us, then double it up to max_us, so a small job is
+ * seen ending within a few milliseconds and a long one costs a poll per max_us. */
+static void mgmt_backoff(useconds_t *us, useconds_t max_us)
+{
+    usleep(*us);
+    *us = *us * 2 < max_us ? *us * 2 : max_us;
+}
+
 /* Poll status until the job is no longer running; print the final job line on stderr.
  * Returns the final job state's exit status. */
 static int mgmt_wait_job(const char *cmd, const char *path)
 {
     struct cli_progress prog;
     cli_progress_init(&prog, cmd, mgmt_progress);
+    useconds_t us = 2000;
     for (;;) {
         cJSON *reply;
         cJSON *st = mgmt_status(cmd, path, &reply);
@@ -291,7 +300,7 @@ static int mgmt_wait_job(const char *cmd, const char *path)
             return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
         }
         cJSON_Delete(reply);
-        usleep(200000);
+        mgmt_backoff(&us, 200000);
     }
 }
 
@@ -532,18 +541,19 @@ int cli_fail(int argc, char **argv)
     return rc;
 }
 
-/* Offline job: report progress (cli_progress) about twice a second until it ends. */
+/* Offline job: report progress (cli_progress) until it ends (polled from 2 ms, doubling to 0.5 s). */
 static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
 {
     struct rk_raid_progress p;
     struct cli_progress prog;
     cli_progress_init(&prog, cmd, mgmt_progress);
+    useconds_t us = 2000;
     for (;;) {
         rk_raid_progress(raid, &p);
         if (p.state != RK_JOB_RUNNING)
             break;
         cli_progress_update(&prog, p.pos, p.end, p.rate, p.eta);
-        usleep(500000);
+        mgmt_backoff(&us, 500000);
     }
     int r = rk_raid_job_wait(raid);
     rk_raid_progress(raid, &p);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <liburing.h>
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +15,8 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/util.h"
@@ -48,7 +51,10 @@ struct file_priv {
     int fd;         /* open with O_DIRECT when dev->direct */
     bool read_only; /* opened O_RDONLY: writes, discards and zeroing fail with -EPERM */
     bool is_blk;    /* block device: BLKDISCARD instead of punching holes */
+    bool dsync_ok;  /* pwritev2(RWF_DSYNC) works: a FUA write is one system call */
     bool use_uring; /* ring and reaper are running; else pread/pwrite in the caller's thread */
+    bool inline_io; /* submit runs data I/O with pread/pwrite in the submitter's thread (see
+                     * file_inline_wanted), even with a ring */
     /* io_uring state. lock protects the SQ side of ring, inflight and waiters; it is a leaf
      * lock (nothing else is taken while it is held) and is never held across a completion. */
     struct io_uring ring;
@@ -241,6 +247,26 @@ static int file_sync_io(struct rk_dev *dev, enum rk_op op, void *buf, uint64_t l
     struct file_priv *p = dev->priv;
     if (op == RK_OP_FLUSH)
         return file_datasync(p);
+    if (op == RK_OP_WRITE && (flags & RK_WRITE_FUA) && p->dsync_ok && len <= FILE_MAX_PIECE) {
+        /* One system call: the write is durable when it returns (O_DSYNC semantics, which on
+         * a block device or O_DIRECT file is a FUA write where the device supports it). */
+        struct iovec v = {.iov_base = buf, .iov_len = len};
+        ssize_t n;
+        do
+            n = pwritev2(p->fd, &v, 1, (off_t)off, RWF_DSYNC);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t)len)
+            return 0;
+        if (n < 0 && errno == EOPNOTSUPP) {
+            p->dsync_ok = false; /* the write did not happen: fall through */
+        } else if (n < 0) {
+            return -errno;
+        } else {
+            /* Short: finish it, then make the whole range durable. */
+            int r = file_pio(p, true, (char *)buf + n, len - (uint64_t)n, off + (uint64_t)n);
+            return r ? r : file_datasync(p);
+        }
+    }
     int r = file_pio(p, op == RK_OP_WRITE, buf, len, off);
     if (r == 0 && op == RK_OP_WRITE && (flags & RK_WRITE_FUA))
         r = file_datasync(p);
@@ -353,6 +379,10 @@ static void file_submit(struct rk_dev *dev, struct rk_io *io)
     default:
         break;
     }
+    if (p->inline_io) {
+        rk_io_complete(io, file_sync_io(dev, io->op, io->buf, io->len, io->off, io->flags));
+        return;
+    }
     file_start(p, io);
 }
 
@@ -417,6 +447,30 @@ static bool file_uring_wanted(uint32_t flags)
     if (flags & RK_FILE_NO_URING)
         return false;
     return !(env && *env && strcmp(env, "0") != 0);
+}
+
+/*
+ * Does submit run data I/O inline (pread/pwrite in the submitter's thread) rather than on the
+ * ring? Measured on tmpfs (bench/RESULTS.md "Member I/O path"): a buffered write to a file
+ * without NOWAIT support is punted by io_uring to an io-wq worker, completed by the reaper and
+ * handed back through a condition variable, about two context switches per member I/O, while
+ * the same pwrite in the submitter's thread is a memory copy of ~1-2 us. So members whose
+ * I/O is a page-cache copy run inline: files on a memory file system (tmpfs, ramfs: their
+ * O_DIRECT is a copy too) and buffered files (a file system that refused O_DIRECT); O_DIRECT
+ * members of real devices (device latency, where parallel member I/O pays) use the ring.
+ * RAIDKIT_MEMBER_IO=ring or =inline overrides the choice for every member (measurements, tests).
+ */
+static bool file_inline_wanted(int fd, bool direct)
+{
+    const char *env = getenv("RAIDKIT_MEMBER_IO");
+    if (env && !strcmp(env, "ring"))
+        return false;
+    if (env && !strcmp(env, "inline"))
+        return true;
+    struct statfs sf;
+    if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
+        return true;
+    return !direct;
 }
 
 /* Set up the ring and its reaper; false (with everything undone) when the kernel lacks
@@ -524,6 +578,8 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     p->is_blk = S_ISBLK(st.st_mode);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->space, NULL);
+    p->dsync_ok = true;
+    p->inline_io = file_inline_wanted(fd, direct);
     p->use_uring = file_uring_wanted(flags) && file_start_uring(p);
 
     dev = rk_dev_alloc(p->use_uring ? &file_uring_ops : &file_pread_ops, p, path);
@@ -534,9 +590,10 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     dev->size = size - size % block_size;
     dev->block_size = block_size;
     dev->direct = direct;
-    rk_debug("member %s: %s, %s, block %u, engine %s", path, direct ? "O_DIRECT" : "buffered",
+    rk_debug("member %s: %s, %s, block %u, engine %s%s", path, direct ? "O_DIRECT" : "buffered",
              p->read_only ? "read-only" : "read-write", block_size,
-             p->use_uring ? "io_uring" : "pread");
+             p->use_uring ? "io_uring" : "pread",
+             p->use_uring && p->inline_io ? " (data I/O inline)" : "");
     *out = dev;
     return 0;
 out:
@@ -547,6 +604,14 @@ out:
         close(fd);
     }
     return r;
+}
+
+bool rk_file_inline(const struct rk_dev *dev)
+{
+    if (!dev || (dev->ops != &file_uring_ops && dev->ops != &file_pread_ops))
+        return false;
+    const struct file_priv *p = dev->priv;
+    return !p->use_uring || p->inline_io;
 }
 
 const char *rk_file_engine(const struct rk_dev *dev)

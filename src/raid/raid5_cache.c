@@ -8,8 +8,16 @@
  * just wrote or read under the stripe lock (so it equals what the members hold). When a later
  * partial-stripe write finds (cached chunks + the chunks it fully covers) = every data chunk, it
  * is a reconstruct-write with no member reads; cached chunks also shorten ordinary
- * reconstruct-writes. The first partial write into a stripe still reads (it cannot know its
- * neighbour will come).
+ * reconstruct-writes. Chunks can also be known in part (one column range each, grown by the
+ * writes and reads of each window), so sub-chunk writes build up their chunk.
+ *
+ * Sequential sub-chunk streams (r5c_stream, r5c_fill): a write that starts where a recent write
+ * ended and covers less than a chunk of its stripe reads, once per stripe, the stripe's other
+ * data chunks whole into the entry; every later write of the stream into that stripe is then a
+ * reconstruct-write with no member reads. Nothing is held back: each write is written (and
+ * acknowledged, FUA included) as it comes, so FLUSH and FUA keep their meaning unchanged. The
+ * first partial write into a stripe that does not follow a recent write still reads (it cannot
+ * know a neighbour will come); random writes never match a recent end and plan as before.
  *
  * Rules: an entry is only filled after the member writes of its window succeeded, is dropped on
  * any read/write failure, whenever a slot of the array is not ACTIVE or has recorded bad sectors
@@ -43,7 +51,7 @@ struct r5_centry *r5c_get(struct r5_priv *p, uint64_t row, bool create)
     if (!e && create && victim) {
         e = victim;
         e->row = row;
-        e->valid = 0;
+        e->valid = e->part = 0;
     }
     if (e) {
         e->busy = true;
@@ -71,7 +79,7 @@ void r5c_drop(struct r5_priv *p, uint64_t row, uint64_t count)
     for (int i = 0; i < c->n; i++)
         if (c->e[i].row != R5_NO_ROW && c->e[i].row - row < count) {
             c->e[i].row = R5_NO_ROW;
-            c->e[i].valid = 0;
+            c->e[i].valid = c->e[i].part = 0;
             c->e[i].used = 0;
         }
     pthread_mutex_unlock(&c->lock);
@@ -82,26 +90,100 @@ bool r5c_usable(struct raid_priv *r, const struct r5_geo *g)
     return r5_blk_readable(r, g, g->row * r->l.g.chunk, r->l.g.chunk) == (1u << g->n) - 1;
 }
 
-/* Chunks recorded: written in full, read + patched over the whole chunk, or already cached and
- * patched with the new bytes. */
+void r5c_forget(struct r5_centry *ce)
+{
+    if (ce)
+        ce->valid = ce->part = 0;
+}
+
+uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi)
+{
+    if (!ce)
+        return 0;
+    uint32_t m = ce->valid;
+    for (uint32_t k = 0; k < nd; k++)
+        if ((ce->part & (1u << k)) && ce->plo[k] <= lo && hi <= ce->phi[k])
+            m |= 1u << k;
+    return m;
+}
+
+/* Chunk k of ce (not valid) is now known over [a, b), bytes from src: merge with its known
+ * range when they overlap or touch (else the new range replaces it); whole chunk -> valid. */
+static void r5c_learn(struct r5_centry *ce, uint32_t k, uint64_t chunk, uint64_t a, uint64_t b,
+                      const char *src)
+{
+    uint32_t kb = 1u << k;
+    memcpy(ce->data + (uint64_t)k * chunk + a, src, b - a);
+    if ((ce->part & kb) && ce->plo[k] <= b && a <= ce->phi[k]) {
+        a = ce->plo[k] < a ? ce->plo[k] : a;
+        b = ce->phi[k] > b ? ce->phi[k] : b;
+    }
+    if (a == 0 && b == chunk) {
+        ce->valid |= kb;
+        ce->part &= ~kb;
+        return;
+    }
+    ce->part |= kb;
+    ce->plo[k] = (uint32_t)a;
+    ce->phi[k] = (uint32_t)b;
+}
+
+/* Chunks recorded: valid ones patched with the new bytes; the others learn the columns the
+ * window now knows: the whole window when their buffer holds it (read and patched: RMW's
+ * touched blocks, RCW's read or cached blocks), else the written columns from the request. */
 void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
-                struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need)
+                struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
+                uint32_t cv, uint32_t full)
 {
     uint64_t chunk = q->r->l.g.chunk;
-    bool whole = w->lo == 0 && w->hi == chunk;
-    uint32_t inbuf = mode == R5_RMW ? touched : need; /* blocks whose buffer holds new data */
+    /* RCW leaves a block written over the whole window in the request (its buffer unused). */
+    uint32_t inbuf = mode == R5_RMW ? touched : need | (cv & touched & ~full);
     for (uint32_t k = 0; k < g->nd; k++) {
         uint32_t kb = 1u << k;
-        char *ck = ce->data + (uint64_t)k * chunk;
-        if ((touched & kb) && (ce->valid & kb)) {
-            memcpy(ck + w->a[k], w->src[k], w->b[k] - w->a[k]);
-        } else if ((touched & kb) && w->a[k] == 0 && w->b[k] == chunk) {
-            memcpy(ck, w->src[k], chunk);
-            ce->valid |= kb;
-        } else if (whole && (inbuf & kb)) {
-            memcpy(ck, r5_blk(q, k), chunk);
-            ce->valid |= kb;
+        if (ce->valid & kb) {
+            if (touched & kb)
+                memcpy(ce->data + (uint64_t)k * chunk + w->a[k], w->src[k], w->b[k] - w->a[k]);
+        } else if (inbuf & kb) {
+            r5c_learn(ce, k, chunk, w->lo, w->hi, r5_blk(q, k));
+        } else if (touched & kb) {
+            r5c_learn(ce, k, chunk, w->a[k], w->b[k], w->src[k]);
         }
+    }
+}
+
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len)
+{
+    struct r5_cache *c = &p->cache;
+    bool hit = false;
+    if (!c->n)
+        return false;
+    pthread_mutex_lock(&c->lock);
+    for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++)
+        hit = hit || c->ends[i] == off;
+    c->ends[c->endpos++ % R5_STREAM_ENDS] = off + len;
+    pthread_mutex_unlock(&c->lock);
+    return hit;
+}
+
+void r5c_fill(struct r5_req *q, const struct r5_geo *g, struct r5_centry *ce, uint32_t touched)
+{
+    struct raid_priv *r = q->r;
+    uint64_t chunk = r->l.g.chunk;
+    uint32_t want = ((1u << g->nd) - 1) & ~ce->valid & ~touched;
+    struct r5_ios v = {.n = 0};
+    for (uint32_t k = 0; k < g->nd; k++)
+        if (want & (1u << k))
+            r5_io_add(&v, r, g->slot[k], RK_OP_READ, 0, ce->data + (uint64_t)k * chunk, chunk,
+                      g->row * chunk);
+    if (!v.n)
+        return;
+    uint32_t failed = r5_io_run(q, &v);
+    for (int i = 0; i < v.n; i++) {
+        uint32_t k = g->blk_of_slot[v.slot[i]];
+        if (failed & (1u << v.slot[i]))
+            continue;
+        ce->valid |= 1u << k;
+        ce->part &= ~(1u << k);
     }
 }
 

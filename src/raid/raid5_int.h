@@ -59,21 +59,29 @@
  * repairs), or the writes of a run of whole stripes. */
 #define R5_BATCH_IOS (2 * RK_MAX_MEMBERS)
 
-/* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set. */
+/* Ends of the most recent writes remembered to recognise a sequential stream (raid5_cache.c). */
+#define R5_STREAM_ENDS 8
+
+/* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set; a chunk
+ * not valid but with bit k of part set is known over columns [plo[k], phi[k]) only. */
 struct r5_centry {
     uint64_t row;  /* R5_NO_ROW = unused */
     uint64_t used; /* LRU tick */
     uint32_t valid;
+    uint32_t part;
+    uint32_t plo[RK_MAX_MEMBERS], phi[RK_MAX_MEMBERS];
     bool busy; /* in use by the holder of row's stripe lock */
     char *data;
 };
 
 struct r5_cache {
-    pthread_mutex_t lock; /* row, used and busy of every entry */
+    pthread_mutex_t lock; /* row, used and busy of every entry; ends */
     int n;                /* 0 = cache off */
     uint64_t tick;
     struct r5_centry e[R5_CACHE_ENTRIES];
     char *mem;
+    uint64_t ends[R5_STREAM_ENDS]; /* array end offsets of recent writes (0: none) */
+    unsigned endpos;
 };
 
 /* r->level_priv of a raid5/raid6 device. */
@@ -192,11 +200,29 @@ void r5c_put(struct r5_priv *p, struct r5_centry *e);
 void r5c_drop(struct r5_priv *p, uint64_t row, uint64_t count);
 /* True when stripe g may use the cache: every slot ACTIVE and nothing recorded unreadable. */
 bool r5c_usable(struct raid_priv *r, const struct r5_geo *g);
-/* After a successful write of window w in mode: record in ce every data chunk whose whole
- * content is now known (touched: data blocks written; need: blocks the reconstruct-write
- * assembled in q's buffers). */
+/* Forget everything ce holds (after a failure or a change the cache did not follow); NULL ok. */
+void r5c_forget(struct r5_centry *ce);
+/* The data blocks ce knows over the whole of columns [lo, hi): valid chunks and partial ones
+ * whose known range covers the window (0 for NULL). */
+uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi);
+/* After a successful write of window w in mode: record in ce what is now known of each data
+ * chunk (touched: data blocks written; need: blocks the reconstruct-write read into q's
+ * buffers; cv: blocks ce knew over the window before, r5c_known; full: blocks written over the
+ * whole window). A chunk whose known columns grow to the whole chunk becomes valid. */
 void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
-                struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need);
+                struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
+                uint32_t cv, uint32_t full);
+/* Sequential-stream detection: true when a write starting at array offset off begins where one
+ * of the last R5_STREAM_ENDS writes ended; then (always) remember end = off + len. */
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len);
+/*
+ * Stream fill (issue 13 "stripe gathering", without holding writes): before a sub-chunk write of
+ * a sequential stream into stripe g (stripe lock held, ce its entry, touched the data blocks the
+ * request writes in this stripe), read every other data chunk not yet valid whole into ce, in
+ * one parallel batch, so the stream's next writes into this stripe are reconstruct-writes with
+ * no member reads. Chunks whose read failed stay unknown (the write then plans as usual).
+ */
+void r5c_fill(struct r5_req *q, const struct r5_geo *g, struct r5_centry *ce, uint32_t touched);
 
 /* ---- raid5_read.c ---- */
 

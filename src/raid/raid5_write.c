@@ -162,10 +162,11 @@ static int r5w_commit(struct r5_req *q, const struct r5_geo *g, const struct r5_
     int ret = r5_io_write(q, &v, &failed);
     if (!ce)
         return ret;
-    if (failed || pl->bad || pl->mode == R5_RECOVER)
-        ce->valid = 0;
+    /* No parity written (a parity slot failed meanwhile): the buffers were never filled. */
+    if (failed || pl->bad || pl->mode == R5_RECOVER || !pl->pwrite)
+        r5c_forget(ce);
     else
-        r5c_update(q, g, w, ce, pl->mode, pl->touched, pl->need);
+        r5c_update(q, g, w, ce, pl->mode, pl->touched, pl->need, pl->cv, pl->full);
     return ret;
 }
 
@@ -177,7 +178,7 @@ static int r5w_commit(struct r5_req *q, const struct r5_geo *g, const struct r5_
 static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
                            struct r5_centry *ce)
 {
-    struct r5_plan pl = {.cv = ce ? ce->valid : 0};
+    struct r5_plan pl = {.cv = r5c_known(ce, g->nd, w->lo, w->hi)};
     int ret = r5w_plan(q, g, w, &pl);
     if (ret)
         return ret;
@@ -251,8 +252,9 @@ static void r5_columns(const struct raid_layout *l, uint64_t soff, uint64_t n, u
 }
 
 /* Write buf (NULL: zeros) over array range [off, off+n), which lies inside one stripe, window
- * by window under the stripe lock (q holds a buffer). */
-static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64_t off)
+ * by window under the stripe lock (q holds a buffer). stream: the request continues a
+ * sequential stream (r5c_stream): a sub-chunk piece first fills the stripe's cache entry. */
+static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64_t off, bool stream)
 {
     const struct raid_layout *l = &q->r->l;
     uint64_t chunk = l->g.chunk, win = q->p->wstep, sbytes = r5_stripe_bytes(l);
@@ -269,6 +271,12 @@ static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64
         ce = r5c_get(q->p, row, true);
     else
         r5c_drop(q->p, row, 1);
+    if (ce && stream && n < chunk) {
+        uint32_t touched = 0;
+        for (uint32_t k = 0; k < g.nd; k++)
+            touched |= ca[k] < cb[k] ? 1u << k : 0;
+        r5c_fill(q, &g, ce, touched);
+    }
     for (uint64_t lo = hlo; lo < hhi && !ret; lo += win) {
         struct r5_wwin w;
         w.lo = lo;
@@ -288,8 +296,8 @@ static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64
         }
         ret = r5_write_window(q, &g, &w, ce);
     }
-    if (ce && ret)
-        ce->valid = 0;
+    if (ret)
+        r5c_forget(ce);
     r5c_put(q->p, ce);
     stripe_unlock_range(&q->p->locks, row, 1);
     return ret;
@@ -301,6 +309,7 @@ int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off)
     uint64_t chunk = l->g.chunk, sbytes = r5_stripe_bytes(l);
     uint32_t members = l->g.members, np = r5_nparity(l);
     int ret = 0;
+    bool stream = buf && r5c_stream(q->p, off, len);
 
     r5_req_buf(q);
     while (len) {
@@ -315,7 +324,7 @@ int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off)
             ret = r5_full_stripes(q, buf, off / sbytes, count);
         } else {
             n = sbytes - soff < len ? sbytes - soff : len;
-            ret = r5_write_stripe(q, buf, n, off);
+            ret = r5_write_stripe(q, buf, n, off, stream);
         }
         if (ret)
             return ret;

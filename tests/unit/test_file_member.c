@@ -23,12 +23,16 @@ struct cfg {
     const char *base; /* /tmp is ext4 here (O_DIRECT); /dev/shm is tmpfs */
     uint32_t flags;
     const char *engine;
+    const char *member_io; /* RAIDKIT_MEMBER_IO while opening (NULL: unset, the default) */
 };
 
-static const struct cfg cfg_tmp_uring = {"/tmp", 0, "io_uring"};
-static const struct cfg cfg_tmp_pread = {"/tmp", RK_FILE_NO_URING, "pread"};
-static const struct cfg cfg_shm_uring = {"/dev/shm", RK_FILE_BUFFERED, "io_uring"};
-static const struct cfg cfg_shm_pread = {"/dev/shm", RK_FILE_BUFFERED | RK_FILE_NO_URING, "pread"};
+static const struct cfg cfg_tmp_uring = {"/tmp", 0, "io_uring", NULL};
+static const struct cfg cfg_tmp_pread = {"/tmp", RK_FILE_NO_URING, "pread", NULL};
+static const struct cfg cfg_shm_uring = {"/dev/shm", RK_FILE_BUFFERED, "io_uring", NULL};
+static const struct cfg cfg_shm_pread = {"/dev/shm", RK_FILE_BUFFERED | RK_FILE_NO_URING, "pread",
+                                         NULL};
+/* tmpfs members run their data I/O inline by default; this keeps the ring path covered there. */
+static const struct cfg cfg_shm_ring = {"/dev/shm", RK_FILE_BUFFERED, "io_uring", "ring"};
 
 struct fx {
     const struct cfg *cfg;
@@ -75,7 +79,11 @@ static int setup(void **state)
     *state = x;
     if (fx_make_file(x, FX_SIZE))
         return -1;
-    return rk_file_open(x->path, x->cfg->flags, &x->dev) ? -1 : 0;
+    if (x->cfg->member_io)
+        setenv("RAIDKIT_MEMBER_IO", x->cfg->member_io, 1);
+    int r = rk_file_open(x->path, x->cfg->flags, &x->dev);
+    unsetenv("RAIDKIT_MEMBER_IO");
+    return r ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -119,7 +127,10 @@ static void fx_reopen(struct fx *x, uint32_t flags)
 {
     rk_dev_close(x->dev);
     x->dev = NULL;
+    if (x->cfg->member_io)
+        setenv("RAIDKIT_MEMBER_IO", x->cfg->member_io, 1);
     assert_int_equal(rk_file_open(x->path, flags, &x->dev), 0);
+    unsetenv("RAIDKIT_MEMBER_IO");
 }
 
 static void test_geometry(void **state)
@@ -408,6 +419,54 @@ static void test_env_no_uring(void **state)
 }
 
 /*
+ * Which members run their submitted data I/O inline (src/member/file.c file_inline_wanted):
+ * memory file systems and buffered files do, O_DIRECT files of a real file system use the ring;
+ * RAIDKIT_MEMBER_IO overrides both ways. An inline submit completes before rk_io_submit
+ * returns, and its FUA write (one pwritev2 with RWF_DSYNC) reads back.
+ */
+static void test_inline_choice(void **state)
+{
+    struct fx *x = *state;
+    bool shm = !strcmp(x->cfg->base, "/dev/shm");
+    fx_reopen(x, 0);
+    if (strcmp(rk_file_engine(x->dev), "io_uring")) {
+        print_message("skipped: io_uring unavailable\n");
+        skip();
+    }
+    assert_true(rk_file_inline(x->dev) == (shm || !x->dev->direct));
+    setenv("RAIDKIT_MEMBER_IO", "ring", 1);
+    fx_reopen(x, 0);
+    assert_false(rk_file_inline(x->dev));
+    setenv("RAIDKIT_MEMBER_IO", "inline", 1);
+    fx_reopen(x, 0);
+    unsetenv("RAIDKIT_MEMBER_IO");
+    assert_true(rk_file_inline(x->dev));
+    fx_reopen(x, RK_FILE_BUFFERED);
+    assert_true(rk_file_inline(x->dev));
+    fx_reopen(x, RK_FILE_NO_URING);
+    assert_true(rk_file_inline(x->dev));
+    assert_false(rk_file_inline(NULL));
+
+    char *buf = rk_buf_alloc(8192), *back = rk_buf_alloc(8192);
+    fill(buf, 8192, 77);
+    struct rk_io io;
+    struct rk_io_batch b;
+    rk_io_batch_init(&b);
+    fx_reopen(x, 0);
+    rk_io_init(&io, x->dev, RK_OP_WRITE, buf, 8192, 65536, RK_WRITE_FUA);
+    rk_io_submit(&b, &io);
+    if (rk_file_inline(x->dev))
+        assert_int_equal(b.pending, 0); /* completed in this thread */
+    assert_int_equal(rk_io_batch_wait(&b), 0);
+    assert_int_equal(rk_dev_read(x->dev, back, 8192, 65536), 0);
+    assert_memory_equal(buf, back, 8192);
+    assert_int_equal(x->dev->stats.writes, 1);
+    rk_io_batch_destroy(&b);
+    free(buf);
+    free(back);
+}
+
+/*
  * C15 — io_uring back-pressure: 8 threads, each with 40 O_DIRECT requests of 2 MiB in flight
  * through one batch (320 > the ring's 256 entries). Every request completes, none reports
  * -EAGAIN, and every byte lands where it belongs (each 512-byte sector is stamped).
@@ -512,7 +571,8 @@ int main(void)
     cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_tmp_uring),         \
         cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_tmp_pread),     \
         cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_shm_uring),     \
-        cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_shm_pread)
+        cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_shm_pread),     \
+        cmocka_unit_test_prestate_setup_teardown(fn, setup, teardown, (void *)&cfg_shm_ring)
         FOR_CFG(test_geometry),
         FOR_CFG(test_roundtrip),
         FOR_CFG(test_async_batch),
@@ -523,6 +583,10 @@ int main(void)
         FOR_CFG(test_open_errors),
         cmocka_unit_test_prestate_setup_teardown(test_env_no_uring, setup, teardown,
                                                  (void *)&cfg_tmp_uring),
+        cmocka_unit_test_prestate_setup_teardown(test_inline_choice, setup, teardown,
+                                                 (void *)&cfg_tmp_uring),
+        cmocka_unit_test_prestate_setup_teardown(test_inline_choice, setup, teardown,
+                                                 (void *)&cfg_shm_uring),
         cmocka_unit_test(C15_io_uring_backpressure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
