@@ -233,6 +233,7 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
     srv->pref_block = pref;
     srv->tflags = NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
                   NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_CAN_MULTI_CONN;
+    srv->tflags |= NBD_FLAG_SEND_CACHE | NBD_FLAG_SEND_FAST_ZERO; /* block_status.c, transmit.c */
     if (srv->read_only)
         srv->tflags |= NBD_FLAG_READ_ONLY;
     const char *inl = getenv("RAIDKIT_NBD_INLINE");
