@@ -97,8 +97,7 @@ struct rk_dev_ops {
     /* Optional allocation query (NBD proto: "base:allocation"): *extent_len = bytes from off
      * (1..len, a multiple of block_size unless it ends at len) that are all holes reading as
      * zeros (*is_hole true) or all possibly data (false). NULL: everything is data. */
-    int (*map)(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
-               bool *is_hole);
+    int (*map)(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole);
     /* Optional: true when write_zeroes costs no data transfer (hole punch / zero range on
      * every member), which NBD's FAST_ZERO needs. NULL: not fast. */
     bool (*zero_fast)(struct rk_dev *dev);
@@ -152,8 +151,7 @@ int rk_dev_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t
  * does; a device without map reports one data extent of len bytes. Errors of the driver's map
  * are not errors of the device: the range is then reported as data. Returns 0 or -EINVAL.
  */
-int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
-               bool *is_hole);
+int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole);
 
 /* True when rk_dev_write_zeroes on dev is cheap (ops->zero_fast says so); false otherwise. */
 bool rk_dev_zero_fast(struct rk_dev *dev);

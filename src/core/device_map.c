@@ -4,8 +4,7 @@
 
 #include "raidkit/device.h"
 
-int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
-               bool *is_hole)
+int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole)
 {
     if (len == 0)
         return -EINVAL;

@@ -8,8 +8,7 @@
 #include "nbd/nbd_int.h"
 #include "nbd/proto.h"
 
-int nbd_block_status_build(struct nbd_conn *c, const struct nbd_req *r, void **msg,
-                           size_t *msg_len)
+int nbd_block_status_build(struct nbd_conn *c, const struct nbd_req *r, void **msg, size_t *msg_len)
 {
     struct rk_dev *dev = c->srv->dev;
     uint32_t max = r->flags & NBD_CMD_FLAG_REQ_ONE ? 1 : NBD_BS_MAX_EXTENTS;

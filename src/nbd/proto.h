@@ -31,13 +31,13 @@
 #define NBD_FLAG_SEND_FAST_ZERO    (1u << 11)
 
 /* Options. */
-#define NBD_OPT_EXPORT_NAME      1u
-#define NBD_OPT_ABORT            2u
-#define NBD_OPT_LIST             3u
-#define NBD_OPT_STARTTLS         5u
-#define NBD_OPT_INFO             6u
-#define NBD_OPT_GO               7u
-#define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_EXPORT_NAME       1u
+#define NBD_OPT_ABORT             2u
+#define NBD_OPT_LIST              3u
+#define NBD_OPT_STARTTLS          5u
+#define NBD_OPT_INFO              6u
+#define NBD_OPT_GO                7u
+#define NBD_OPT_STRUCTURED_REPLY  8u
 #define NBD_OPT_LIST_META_CONTEXT 9u
 #define NBD_OPT_SET_META_CONTEXT  10u
 
@@ -62,16 +62,16 @@
 #define NBD_INFO_BLOCK_SIZE  3u
 
 /* Commands and command flags. */
-#define NBD_CMD_READ         0u
-#define NBD_CMD_WRITE        1u
-#define NBD_CMD_DISC         2u
-#define NBD_CMD_FLUSH        3u
-#define NBD_CMD_TRIM         4u
-#define NBD_CMD_CACHE        5u
-#define NBD_CMD_WRITE_ZEROES 6u
-#define NBD_CMD_BLOCK_STATUS 7u
-#define NBD_CMD_FLAG_FUA     (1u << 0)
-#define NBD_CMD_FLAG_NO_HOLE (1u << 1)
+#define NBD_CMD_READ           0u
+#define NBD_CMD_WRITE          1u
+#define NBD_CMD_DISC           2u
+#define NBD_CMD_FLUSH          3u
+#define NBD_CMD_TRIM           4u
+#define NBD_CMD_CACHE          5u
+#define NBD_CMD_WRITE_ZEROES   6u
+#define NBD_CMD_BLOCK_STATUS   7u
+#define NBD_CMD_FLAG_FUA       (1u << 0)
+#define NBD_CMD_FLAG_NO_HOLE   (1u << 1)
 #define NBD_CMD_FLAG_REQ_ONE   (1u << 3)
 #define NBD_CMD_FLAG_FAST_ZERO (1u << 4)
 
@@ -80,11 +80,11 @@
 #define NBD_STATE_ZERO (1u << 1)
 
 /* Structured replies. */
-#define NBD_REPLY_FLAG_DONE        (1u << 0)
-#define NBD_REPLY_TYPE_NONE        0u
-#define NBD_REPLY_TYPE_OFFSET_DATA 1u
+#define NBD_REPLY_FLAG_DONE         (1u << 0)
+#define NBD_REPLY_TYPE_NONE         0u
+#define NBD_REPLY_TYPE_OFFSET_DATA  1u
 #define NBD_REPLY_TYPE_BLOCK_STATUS 5u
-#define NBD_REPLY_TYPE_ERROR       ((1u << 15) + 1)
+#define NBD_REPLY_TYPE_ERROR        ((1u << 15) + 1)
 
 /* Error values. */
 #define NBD_EPERM     1u
