@@ -7,7 +7,7 @@
 rk_init
 rk_need nbdkit nbdinfo nbdsh fio
 PLUGIN=$(dirname "$RAIDKIT")/plugin/nbdkit-raidkit-plugin.so
-[ -f "$PLUGIN" ] || rk_skip "nbdkit plugin not built ($PLUGIN; needs nbdkit-plugin-dev)"
+[ -f "$PLUGIN" ] || rk_skip "nbdkit plugin not built ($PLUGIN; needs nbdkit-plugin-dev, not built with RAIDKIT_SANITIZE)"
 NK_PID=""
 
 # nk_start ARGS...: nbdkit in the foreground on a private socket; sets RK_URI, RK_SOCK, NK_PID.
