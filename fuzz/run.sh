@@ -17,10 +17,9 @@ FB="$B/fuzz"
 mkdir -p "$FB"
 (
     flock 9
-    if [ ! -f "$FB/CMakeCache.txt" ]; then
-        cmake -S "$SRC" -B "$FB" -DCMAKE_C_COMPILER="$CC_FZ" >"$FB/configure.log" 2>&1 ||
-            { cat "$FB/configure.log" >&2; exit 1; }
-    fi
+    # Configure every time (cheap): the source globs must see files added since the last run.
+    cmake -S "$SRC" -B "$FB" -DCMAKE_C_COMPILER="$CC_FZ" >"$FB/configure.log" 2>&1 ||
+        { cat "$FB/configure.log" >&2; exit 1; }
     cmake --build "$FB" -j2 >"$FB/build.log" 2>&1 || { tail -n 30 "$FB/build.log" >&2; exit 1; }
 ) 9>"$FB/.lock" || exit 1
 work=$(mktemp -d "${TMPDIR:-/tmp}/rk-fuzz-$NAME.XXXXXX")

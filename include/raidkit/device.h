@@ -94,6 +94,13 @@ struct rk_dev_ops {
     void (*submit)(struct rk_dev *dev, struct rk_io *io);
     /* Free the device's private state (and children it owns). Called once by rk_dev_close(). */
     void (*close)(struct rk_dev *dev);
+    /* Optional allocation query (NBD proto: "base:allocation"): *extent_len = bytes from off
+     * (1..len, a multiple of block_size unless it ends at len) that are all holes reading as
+     * zeros (*is_hole true) or all possibly data (false). NULL: everything is data. */
+    int (*map)(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole);
+    /* Optional: true when write_zeroes costs no data transfer (hole punch / zero range on
+     * every member), which NBD's FAST_ZERO needs. NULL: not fast. */
+    bool (*zero_fast)(struct rk_dev *dev);
 };
 
 /* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */
@@ -137,6 +144,17 @@ int rk_dev_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off
 int rk_dev_flush(struct rk_dev *dev);
 int rk_dev_discard(struct rk_dev *dev, uint64_t len, uint64_t off);
 int rk_dev_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags);
+
+/*
+ * Allocation status of [off, off+len) (validated like a read: -EINVAL past the end or
+ * misaligned, len > 0): fills *extent_len (bytes from off, 1..len) and *is_hole as ops->map
+ * does; a device without map reports one data extent of len bytes. Errors of the driver's map
+ * are not errors of the device: the range is then reported as data. Returns 0 or -EINVAL.
+ */
+int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole);
+
+/* True when rk_dev_write_zeroes on dev is cheap (ops->zero_fast says so); false otherwise. */
+bool rk_dev_zero_fast(struct rk_dev *dev);
 
 /*
  * Check a request against dev without doing it: 0, -EINVAL (misaligned, or a read/discard

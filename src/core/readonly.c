@@ -30,6 +30,12 @@ static int ro_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint3
     return -EPERM;
 }
 
+static int ro_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
+                  bool *is_hole)
+{
+    return rk_dev_map(dev->priv, off, len, extent_len, is_hole);
+}
+
 static const struct rk_dev_ops ro_ops = {
     .kind = "read-only",
     .read = ro_read,
@@ -37,6 +43,7 @@ static const struct rk_dev_ops ro_ops = {
     .flush = ro_flush,
     .discard = ro_discard,
     .write_zeroes = ro_write_zeroes,
+    .map = ro_map,
 };
 
 int rk_readonly_open(struct rk_dev *lower, struct rk_dev **out)

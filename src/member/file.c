@@ -417,6 +417,45 @@ static void file_close(struct rk_dev *dev)
     free(p);
 }
 
+/* Allocation query (rk_dev_ops.map): SEEK_DATA/SEEK_HOLE on regular files; a block device, or a
+ * file system without them, reports data. Hole bounds are rounded inwards to the block size. */
+static int file_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
+                    bool *is_hole)
+{
+    struct file_priv *p = dev->priv;
+    uint64_t bs = dev->block_size, end = off + len;
+    if (p->is_blk)
+        return -EOPNOTSUPP;
+    off_t d = lseek(p->fd, (off_t)off, SEEK_DATA);
+    if (d < 0 && errno != ENXIO)
+        return -errno;
+    uint64_t data = d < 0 ? UINT64_MAX : (uint64_t)d; /* ENXIO: no data up to EOF */
+    if (data > off) {
+        uint64_t hend = data / bs * bs;
+        if (hend > off) {
+            *is_hole = true;
+            *extent_len = (hend < end ? hend : end) - off;
+            return 0;
+        }
+    }
+    off_t h = lseek(p->fd, (off_t)off, SEEK_HOLE);
+    if (h < 0)
+        return -errno;
+    uint64_t hole = ((uint64_t)h + bs - 1) / bs * bs;
+    if (hole <= off)
+        hole = off + bs;
+    *is_hole = false;
+    *extent_len = (hole < end ? hole : end) - off;
+    return 0;
+}
+
+/* Zeroing is fast on a regular file whose file system punches holes or zeroes ranges. */
+static bool file_zero_fast(struct rk_dev *dev)
+{
+    struct file_priv *p = dev->priv;
+    return !p->is_blk && !p->read_only;
+}
+
 static const struct rk_dev_ops file_uring_ops = {
     .kind = "file",
     .read = file_read,
@@ -426,6 +465,8 @@ static const struct rk_dev_ops file_uring_ops = {
     .write_zeroes = file_write_zeroes,
     .submit = file_submit,
     .close = file_close,
+    .map = file_map,
+    .zero_fast = file_zero_fast,
 };
 
 /* Without a ring, the core runs rk_io_submit requests synchronously in the caller's thread. */
@@ -437,6 +478,8 @@ static const struct rk_dev_ops file_pread_ops = {
     .discard = file_discard,
     .write_zeroes = file_write_zeroes,
     .close = file_close,
+    .map = file_map,
+    .zero_fast = file_zero_fast,
 };
 
 /* ---- open ---- */

@@ -145,6 +145,7 @@ static int hs_starttls(struct nbd_conn *c, uint32_t len)
         return r;
     }
     c->structured = false;
+    c->meta_alloc = false;
     return 0;
 }
 
@@ -244,12 +245,16 @@ int nbd_handshake(struct nbd_conn *c)
             c->structured = true;
             r = hs_ack(c, opt, NBD_REP_ACK);
             break;
+        case NBD_OPT_LIST_META_CONTEXT:
+        case NBD_OPT_SET_META_CONTEXT:
+            r = nbd_meta_option(c, opt, data, len); /* meta_context.c */
+            break;
         case NBD_OPT_ABORT:
             hs_ack(c, opt, NBD_REP_ACK); /* the client may already be gone */
             r = -ECONNABORTED;
             break;
         default:
-            /* Meta contexts, extended headers and anything newer. */
+            /* Extended headers and anything newer. */
             r = hs_ack(c, opt, NBD_REP_ERR_UNSUP);
             break;
         }

@@ -58,6 +58,10 @@ struct nbd_req {
     uint8_t hdr[32];
     struct iovec iov[2];
     size_t sent;
+    /* A reply built whole by the command (BLOCK_STATUS, malloc'ed, extra_len bytes): sent instead
+     * of hdr when the command succeeded; freed when the request returns to the free list. */
+    void *extra;
+    size_t extra_len;
 };
 
 /* Where a connection is in its life (nbd_conn.phase). */
@@ -72,6 +76,7 @@ struct nbd_conn {
     bool finished;         /* reader thread is done; under srv->conn_lock */
     bool structured;       /* NBD_OPT_STRUCTURED_REPLY negotiated */
     bool no_zeroes;        /* client set NBD_FLAG_C_NO_ZEROES */
+    bool meta_alloc;       /* base:allocation selected (meta_context.c), id NBD_META_ID_ALLOC */
 
     /* Watchdog (server.c, accept loop): phase, accept time and last request/reply time, all in
      * monotonic nanoseconds; killed once the watchdog shut the socket down. */
@@ -174,6 +179,21 @@ struct rk_nbd_server {
  * 0 = enter transmission; <0 = close the connection (-errno of the socket, -EPROTO for a
  * protocol violation, -ECONNABORTED for NBD_OPT_ABORT, -ENOENT/-ESHUTDOWN/-E2BIG). */
 int nbd_handshake(struct nbd_conn *c);
+
+/* meta_context.c: answer NBD_OPT_LIST_META_CONTEXT / NBD_OPT_SET_META_CONTEXT (opt) with the
+ * option payload data of len bytes ("Metadata querying"); sets c->meta_alloc for SET. 0 to go
+ * on haggling, <0 on a socket error. */
+int nbd_meta_option(struct nbd_conn *c, uint32_t opt, const uint8_t *data, uint32_t len);
+/* The context id of base:allocation (the only context we offer). */
+#define NBD_META_ID_ALLOC 1u
+
+/* block_status.c: build the whole structured reply (header and one NBD_REPLY_TYPE_BLOCK_STATUS
+ * chunk) to NBD_CMD_BLOCK_STATUS r (already validated: in range, len > 0, context selected)
+ * into a malloc'ed *msg of *msg_len bytes (caller frees). At most NBD_BS_MAX_EXTENTS
+ * descriptors, one with NBD_CMD_FLAG_REQ_ONE, never beyond r->len. 0 or -ENOMEM. */
+int nbd_block_status_build(struct nbd_conn *c, const struct nbd_req *r, void **msg,
+                           size_t *msg_len);
+#define NBD_BS_MAX_EXTENTS 4096u
 
 /* transmit.c: the reader loop of one connection in transmission phase; returns when the client
  * disconnects (every outstanding request has then finished and been answered). */

@@ -27,20 +27,25 @@
 #define NBD_FLAG_SEND_TRIM         (1u << 5)
 #define NBD_FLAG_SEND_WRITE_ZEROES (1u << 6)
 #define NBD_FLAG_CAN_MULTI_CONN    (1u << 8)
+#define NBD_FLAG_SEND_CACHE        (1u << 10)
+#define NBD_FLAG_SEND_FAST_ZERO    (1u << 11)
 
 /* Options. */
-#define NBD_OPT_EXPORT_NAME      1u
-#define NBD_OPT_ABORT            2u
-#define NBD_OPT_LIST             3u
-#define NBD_OPT_STARTTLS         5u
-#define NBD_OPT_INFO             6u
-#define NBD_OPT_GO               7u
-#define NBD_OPT_STRUCTURED_REPLY 8u
+#define NBD_OPT_EXPORT_NAME       1u
+#define NBD_OPT_ABORT             2u
+#define NBD_OPT_LIST              3u
+#define NBD_OPT_STARTTLS          5u
+#define NBD_OPT_INFO              6u
+#define NBD_OPT_GO                7u
+#define NBD_OPT_STRUCTURED_REPLY  8u
+#define NBD_OPT_LIST_META_CONTEXT 9u
+#define NBD_OPT_SET_META_CONTEXT  10u
 
 /* Option replies. */
 #define NBD_REP_ACK          1u
 #define NBD_REP_SERVER       2u
 #define NBD_REP_INFO         3u
+#define NBD_REP_META_CONTEXT 4u
 #define NBD_REP_ERR          (1u << 31)
 #define NBD_REP_ERR_UNSUP    (NBD_REP_ERR + 1)
 #define NBD_REP_ERR_POLICY   (NBD_REP_ERR + 2)
@@ -57,20 +62,29 @@
 #define NBD_INFO_BLOCK_SIZE  3u
 
 /* Commands and command flags. */
-#define NBD_CMD_READ         0u
-#define NBD_CMD_WRITE        1u
-#define NBD_CMD_DISC         2u
-#define NBD_CMD_FLUSH        3u
-#define NBD_CMD_TRIM         4u
-#define NBD_CMD_WRITE_ZEROES 6u
-#define NBD_CMD_FLAG_FUA     (1u << 0)
-#define NBD_CMD_FLAG_NO_HOLE (1u << 1)
+#define NBD_CMD_READ           0u
+#define NBD_CMD_WRITE          1u
+#define NBD_CMD_DISC           2u
+#define NBD_CMD_FLUSH          3u
+#define NBD_CMD_TRIM           4u
+#define NBD_CMD_CACHE          5u
+#define NBD_CMD_WRITE_ZEROES   6u
+#define NBD_CMD_BLOCK_STATUS   7u
+#define NBD_CMD_FLAG_FUA       (1u << 0)
+#define NBD_CMD_FLAG_NO_HOLE   (1u << 1)
+#define NBD_CMD_FLAG_REQ_ONE   (1u << 3)
+#define NBD_CMD_FLAG_FAST_ZERO (1u << 4)
+
+/* base:allocation status flags ("The base: metadata namespace"). */
+#define NBD_STATE_HOLE (1u << 0)
+#define NBD_STATE_ZERO (1u << 1)
 
 /* Structured replies. */
-#define NBD_REPLY_FLAG_DONE        (1u << 0)
-#define NBD_REPLY_TYPE_NONE        0u
-#define NBD_REPLY_TYPE_OFFSET_DATA 1u
-#define NBD_REPLY_TYPE_ERROR       ((1u << 15) + 1)
+#define NBD_REPLY_FLAG_DONE         (1u << 0)
+#define NBD_REPLY_TYPE_NONE         0u
+#define NBD_REPLY_TYPE_OFFSET_DATA  1u
+#define NBD_REPLY_TYPE_BLOCK_STATUS 5u
+#define NBD_REPLY_TYPE_ERROR        ((1u << 15) + 1)
 
 /* Error values. */
 #define NBD_EPERM     1u

@@ -164,6 +164,9 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len)
  * NBD_BUF_KEEP go back to malloc at once). Caller holds c->lock. */
 static void nbd_req_put_locked(struct nbd_conn *c, struct nbd_req *r)
 {
+    free(r->extra);
+    r->extra = NULL;
+    r->extra_len = 0;
     if (r->cap > NBD_BUF_KEEP)
         nbd_buf_drop_locked(c, r);
     r->next = c->free_reqs;
@@ -214,6 +217,11 @@ static void nbd_reply_build(struct nbd_conn *c, struct nbd_req *r, uint32_t err)
     r->iov[1].iov_base = r->buf;
     r->iov[1].iov_len = 0;
     r->sent = 0;
+    if (!err && r->extra) {
+        r->iov[0].iov_base = r->extra;
+        r->iov[0].iov_len = r->extra_len;
+        return;
+    }
     if (!c->structured || r->type != NBD_CMD_READ) {
         rk_put_be32(hdr, NBD_SIMPLE_MAGIC);
         rk_put_be32(hdr + 4, err);

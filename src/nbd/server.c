@@ -393,10 +393,11 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
      * refused with EPERM all the same, NBD protocol "Request types"). */
     srv->tflags =
         NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA | NBD_FLAG_CAN_MULTI_CONN;
+    srv->tflags |= NBD_FLAG_SEND_CACHE; /* transmit.c: advisory, succeeds */
     if (srv->read_only)
         srv->tflags |= NBD_FLAG_READ_ONLY;
     else
-        srv->tflags |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES;
+        srv->tflags |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_SEND_FAST_ZERO;
     const char *inl = getenv("RAIDKIT_NBD_INLINE");
     srv->inline_ok = !(inl && !strcmp(inl, "0"));
     srv->export_name = strdup(opts->export_name ? opts->export_name : "");

@@ -82,7 +82,15 @@ static int nbd_req_run(struct nbd_req *r, struct rk_dev *dev)
             ret = rk_dev_flush(dev);
         return ret;
     }
+    case NBD_CMD_CACHE:
+        return 0; /* advisory; nothing to prefetch */
+    case NBD_CMD_BLOCK_STATUS:
+        /* The whole structured reply is built here and sent as r's reply (block_status.c). */
+        return nbd_block_status_build(r->conn, r, &r->extra, &r->extra_len);
     case NBD_CMD_WRITE_ZEROES:
+        /* FAST_ZERO: fail at once unless zeroing costs no data transfer. */
+        if ((r->flags & NBD_CMD_FLAG_FAST_ZERO) && !rk_dev_zero_fast(dev))
+            return -ENOTSUP;
         return rk_dev_write_zeroes(dev, r->len, r->off,
                                    (r->flags & NBD_CMD_FLAG_FUA ? RK_WRITE_FUA : 0) |
                                        (r->flags & NBD_CMD_FLAG_NO_HOLE ? RK_ZERO_NO_HOLE : 0));
@@ -153,8 +161,19 @@ static int nbd_validate(struct nbd_conn *c, uint16_t type, uint16_t flags, uint6
         op = RK_OP_DISCARD;
         break;
     case NBD_CMD_WRITE_ZEROES:
-        allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
+        allowed = NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FAST_ZERO;
         op = RK_OP_WRITE_ZEROES;
+        break;
+    case NBD_CMD_CACHE:
+        allowed = 0;
+        op = RK_OP_READ;
+        break;
+    case NBD_CMD_BLOCK_STATUS:
+        /* Only after SET_META_CONTEXT selected base:allocation; len 0 is refused. */
+        if (!c->meta_alloc || len == 0)
+            return -EINVAL;
+        allowed = NBD_CMD_FLAG_REQ_ONE;
+        op = RK_OP_READ;
         break;
     default:
         return -EINVAL;
@@ -163,7 +182,7 @@ static int nbd_validate(struct nbd_conn *c, uint16_t type, uint16_t flags, uint6
         return -EINVAL;
     if (srv->read_only && (op == RK_OP_WRITE || op == RK_OP_DISCARD || op == RK_OP_WRITE_ZEROES))
         return -EPERM;
-    if ((op == RK_OP_READ || op == RK_OP_WRITE) && len > srv->max_request)
+    if ((type == NBD_CMD_READ || type == NBD_CMD_WRITE) && len > srv->max_request)
         return -EINVAL;
     return rk_dev_check_range(srv->dev, op, len, off);
 }

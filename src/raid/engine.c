@@ -106,6 +106,8 @@ const struct rk_dev_ops raid_dev_ops = {
     .discard = raid_discard,
     .write_zeroes = raid_write_zeroes,
     .close = raid_close,
+    .map = raid_alloc_map,
+    .zero_fast = raid_alloc_zero_fast,
 };
 
 int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,

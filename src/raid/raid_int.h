@@ -216,6 +216,13 @@ int raid_fail_settle(struct raid_priv *r, int ret);
 int raid_members_round(struct raid_priv *r, enum rk_op op, const void *buf, uint64_t len,
                        uint64_t off, uint32_t flags);
 
+/* allocmap.c: the raid device's rk_dev_ops.map (device.h; holes only where every readable copy,
+ * or on raid5/6 every readable member over whole stripe rows, is a hole; -EIO when a member
+ * cannot answer, which rk_dev_map turns into "data") and zero_fast (copy levels whose writable
+ * members all zero fast; never raid5/6). */
+int raid_alloc_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len,
+                   bool *is_hole);
+bool raid_alloc_zero_fast(struct rk_dev *dev);
 /* The registry's table entry of a level, or NULL for an unknown level. */
 const struct raid_level *raid_level_get(int level);
 
