@@ -28,6 +28,7 @@ static const char main_usage[] =
     "  replace  rebuild a failed slot onto a new member (online or offline)\n"
     "  re-add   take a slot's old member back, resyncing only what changed (online or offline)\n"
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
+    "  fuse     assemble the array and export it as one file through FUSE (losetup, mkfs)\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
@@ -71,6 +72,8 @@ int main(int argc, char **argv)
         return cli_replace(argc - 1, argv + 1);
     if (!strcmp(cmd, "re-add"))
         return cli_readd(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fuse"))
+        return cli_fuse(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
