@@ -84,8 +84,8 @@ static int fuse_take_own(int *argc, char **argv, struct fuse_only *f)
                 return CLI_EXIT_USAGE;
             }
             f->name = val;
-        } else if (rk_parse_size(val, &f->max_io) || f->max_io < 4096 ||
-                   f->max_io > 1024 * 1024 || f->max_io % 4096) {
+        } else if (rk_parse_size(val, &f->max_io) || f->max_io < 4096 || f->max_io > 1024 * 1024 ||
+                   f->max_io % 4096) {
             fprintf(stderr, "raidkit fuse: bad --max-io '%s' (4K..1M, a multiple of 4K)\n", val);
             return CLI_EXIT_USAGE;
         }

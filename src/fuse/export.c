@@ -364,8 +364,7 @@ static int fx_setup(struct fx *x, struct rk_dev *dev, const struct rk_fuse_opts 
     return 0;
 }
 
-int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *err,
-                       size_t errlen)
+int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *err, size_t errlen)
 {
     struct fx x;
     int r = fx_setup(&x, dev, o, err, errlen);
@@ -407,7 +406,7 @@ int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *e
         snprintf(err, errlen, "FUSE session: %s", strerror(-r));
 unmount:
     fuse_session_unmount(se);
-signals:
+  signals:
     fuse_remove_signal_handlers(se);
 destroy:
     fuse_session_destroy(se);

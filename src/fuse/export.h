@@ -45,7 +45,6 @@ struct rk_fuse_opts {
  * Returns 0 after a clean stop (signal or unmount), or -errno with one line in err: -EINVAL bad
  * options, -ENOENT/-ENOTDIR mountpoint, -EIO mount or session failure, or the flush's error.
  */
-int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *err,
-                       size_t errlen);
+int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *err, size_t errlen);
 
 #endif
