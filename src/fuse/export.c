@@ -398,7 +398,7 @@ int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *e
         goto unmount;
     }
     fuse_loop_cfg_set_max_threads(cfg, o->threads > 0 ? (unsigned)o->threads : 16);
-    fuse_loop_cfg_set_idle_threads(cfg, 4);
+    fuse_loop_cfg_set_idle_threads(cfg, o->threads > 0 ? (unsigned)o->threads : 16);
     int lr = fuse_session_loop_mt(se, cfg);
     fuse_loop_cfg_destroy(cfg);
     r = lr < 0 ? lr : 0;
