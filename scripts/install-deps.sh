@@ -5,7 +5,8 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config clang-format
       liburing-dev libisal-dev libfuse3-dev fuse3 libcjson-dev libcmocka-dev libinih-dev
-      fio libnbd-bin python3-libnbd nbdkit qemu-utils e2fsprogs util-linux btrfs-progs)
+      fio libnbd-bin python3-libnbd nbdkit qemu-utils e2fsprogs util-linux btrfs-progs
+      fsmark postmark sqlite3 bonnie++ dbench)
 
 missing=()
 for p in "${pkgs[@]}"; do
