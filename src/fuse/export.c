@@ -33,6 +33,48 @@ struct fx {
     pthread_mutex_t rmw_lock; /* serialises unaligned edges (read-modify-write) */
 };
 
+/* One aligned bounce buffer per worker thread (freed when the thread ends): an allocation of up
+ * to 1 MiB per request would cost page faults on every request. */
+static pthread_key_t fx_buf_key;
+static pthread_once_t fx_buf_once = PTHREAD_ONCE_INIT;
+
+struct fx_tbuf {
+    void *p;
+    size_t len;
+};
+
+static void fx_tbuf_free(void *v)
+{
+    struct fx_tbuf *b = v;
+    free(b->p);
+    free(b);
+}
+
+static void fx_tbuf_key(void)
+{
+    pthread_key_create(&fx_buf_key, fx_tbuf_free);
+}
+
+/* The calling thread's buffer of at least len bytes (4096-aligned), NULL when out of memory. */
+static void *fx_tbuf_get(size_t len)
+{
+    pthread_once(&fx_buf_once, fx_tbuf_key);
+    struct fx_tbuf *b = pthread_getspecific(fx_buf_key);
+    if (!b) {
+        if (!(b = calloc(1, sizeof(*b))))
+            return NULL;
+        pthread_setspecific(fx_buf_key, b);
+    }
+    if (b->len < len) {
+        free(b->p);
+        b->len = 0;
+        if (!(b->p = rk_buf_alloc(len)))
+            return NULL;
+        b->len = len;
+    }
+    return b->p;
+}
+
 static bool fx_is_file(const struct fx *x, fuse_ino_t ino)
 {
     return x->file_root ? ino == FX_ROOT_INO : ino == FX_FILE_INO;
@@ -154,7 +196,7 @@ static void fx_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         n = x->dev->size - o;
     uint64_t bs = x->dev->block_size;
     int r;
-    char *buf = rk_buf_alloc(n ? n : bs);
+    char *buf = fx_tbuf_get(n ? n : bs);
     if (!buf) {
         fuse_reply_err(req, ENOMEM);
         return;
@@ -167,7 +209,6 @@ static void fx_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         fuse_reply_err(req, -r);
     else
         fuse_reply_buf(req, buf, n);
-    free(buf);
 }
 
 /* Write len bytes of src at off; unaligned head/tail blocks are read, patched and written back
@@ -177,13 +218,11 @@ static int fx_write_any(struct fx *x, const char *src, uint64_t len, uint64_t of
     uint64_t bs = x->dev->block_size;
     uint64_t a = off / bs * bs, e = (off + len + bs - 1) / bs * bs;
     if (a == off && e == off + len) {
-        char *buf = rk_buf_alloc(len);
+        char *buf = fx_tbuf_get(len);
         if (!buf)
             return -ENOMEM;
         memcpy(buf, src, len);
-        int r = rk_dev_write(x->dev, buf, len, off, 0);
-        free(buf);
-        return r;
+        return rk_dev_write(x->dev, buf, len, off, 0);
     }
     char *buf = rk_buf_alloc(e - a);
     if (!buf)
