@@ -92,7 +92,7 @@ static const void *local_zero_buf(void)
  * (randwrite noop 48 then 880 MB/s; raid1 on 4 members pays it 4x per request) and the rows
  * depended on which configuration ran before. Filled, every trial sees the steady state.
  */
-static int local_fill_file(const char *path, uint64_t size, char *err, size_t errlen)
+int run_fill_file(const char *path, uint64_t size, char *err, size_t errlen)
 {
     const void *zero = local_zero_buf();
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -213,7 +213,7 @@ static int raidkit_start(struct run_ctx *x, const struct bench_config *bc, struc
         snprintf(st->paths[i], sizeof(st->paths[i]), "%s/%s-m%d.img", x->work, bc->name, i);
         paths[i] = st->paths[i];
         st->npaths = i + 1;
-        int r = local_fill_file(st->paths[i], x->member_size, err, errlen);
+        int r = run_fill_file(st->paths[i], x->member_size, err, errlen);
         if (r < 0)
             return r;
     }

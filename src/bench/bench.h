@@ -28,6 +28,14 @@ double bench_rsd(const double *v, int n);
 bool bench_need_more(const double *v, int n, int min_trials, double rsd_limit);
 
 /* ---- suites (suite.c) ---- */
+#define BENCH_MAX_SEED_ROWS 8
+
+/* A published figure printed beside the measured rows (a `seed_row` line of a suite job). */
+struct bench_seed_row {
+    char label[48]; /* the study's row label, "BCache Writethrough" */
+    double mbs;     /* its figure, MB/s */
+};
+
 struct bench_job {
     char name[32];  /* section name, e.g. "randread" */
     char title[64]; /* "Random Read" */
@@ -38,7 +46,18 @@ struct bench_job {
     int ramp;      /* seconds */
     int runtime;   /* seconds */
     int rwmixread; /* percent reads for mixed rw (randrw/rw), 0 = fio default */
+    /* Warm-up before the first trial on each configuration: this many passes of random reads of
+     * BENCH_WARMUP_BS over the job's region (every block once per pass), so that a cache
+     * admits the working set; 0 = none. */
+    int warmup;
+    int loops; /* > 0: fio runs this many passes instead of a time_based runtime (warm-up) */
+    int nseed;
+    struct bench_seed_row seed[BENCH_MAX_SEED_ROWS];
 };
+
+/* Block size and queue depth of the warm-up passes (one read per 64 KiB cache block). */
+#define BENCH_WARMUP_BS      (64u << 10)
+#define BENCH_WARMUP_IODEPTH 16
 
 struct bench_suite {
     char name[64];
@@ -73,6 +92,10 @@ struct bench_cell {
     bool done;       /* measured (all trials) or partially measured */
     bool host_bound; /* below 90% of model_mbs, or within 10% of the noop ceiling */
     char note[160];
+    /* Cache configurations: hits and misses during the trials (from `status --json` "cache",
+     * summed over the trials); has_cache = known. */
+    bool has_cache;
+    uint64_t read_hits, read_misses, write_hits, write_misses;
 };
 
 struct bench_config {
@@ -108,6 +131,9 @@ struct bench_report {
     struct bench_config configs[BENCH_MAX_CONFIGS];
     struct bench_cell cells[BENCH_MAX_CONFIGS][BENCH_MAX_JOBS];
 };
+
+/* Hit ratio hits / (hits + misses) in percent; -1 when both are 0. */
+double bench_hit_pct(uint64_t hits, uint64_t misses);
 
 /* Recompute mean/sd/se/rsd of every cell and the host-bound marks (noop ceiling). */
 void bench_report_finish(struct bench_report *r);

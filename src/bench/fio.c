@@ -52,9 +52,13 @@ static void fio_args(struct fio_args *fa, const struct bench_job *j, const struc
     snprintf(fa->a[n++], al, "--bs=%u", j->bs);
     snprintf(fa->a[n++], al, "--iodepth=%d", j->iodepth);
     snprintf(fa->a[n++], al, "--size=%" PRIu64, j->size);
-    snprintf(fa->a[n++], al, "--ramp_time=%d", j->ramp);
-    snprintf(fa->a[n++], al, "--runtime=%d", j->runtime);
-    snprintf(fa->a[n++], al, "--time_based");
+    if (j->loops > 0) {
+        snprintf(fa->a[n++], al, "--loops=%d", j->loops);
+    } else {
+        snprintf(fa->a[n++], al, "--ramp_time=%d", j->ramp);
+        snprintf(fa->a[n++], al, "--runtime=%d", j->runtime);
+        snprintf(fa->a[n++], al, "--time_based");
+    }
     if (j->rwmixread > 0)
         snprintf(fa->a[n++], al, "--rwmixread=%d", j->rwmixread);
     snprintf(fa->a[n++], al, "--output-format=json");

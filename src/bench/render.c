@@ -61,44 +61,95 @@ void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t 
              r->model_name[0] ? r->model_name : "member files");
 }
 
+/* One row of a text table: a measured configuration or a published (seed) figure. */
+struct render_row {
+    char label[64];
+    char val[32];
+    double mean;
+    bool host_bound;
+};
+
+/* The rows of job's table: measured configurations, then the suite's seed rows. Returns n. */
+static int render_rows(const struct bench_report *r, int job, struct render_row *rows)
+{
+    int n = 0;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, job))
+            continue;
+        const struct bench_cell *cell = &r->cells[c][job];
+        snprintf(rows[n].label, sizeof(rows[n].label), "%s", r->configs[c].label);
+        rows[n].mean = cell->mean;
+        rows[n++].host_bound = cell->host_bound;
+    }
+    const struct bench_job *bj = &r->suite->jobs[job];
+    for (int i = 0; i < bj->nseed; i++) {
+        snprintf(rows[n].label, sizeof(rows[n].label), "%s (seed)", bj->seed[i].label);
+        rows[n].mean = bj->seed[i].mbs;
+        rows[n++].host_bound = false;
+    }
+    for (int i = 0; i < n; i++)
+        snprintf(rows[i].val, sizeof(rows[i].val), "%.2f", rows[i].mean);
+    return n;
+}
+
+/* Lines under a table: the warm-up used and the cache hit ratio of every cache row. */
+static void render_text_cache(const struct bench_report *r, int job, FILE *f)
+{
+    const struct bench_job *bj = &r->suite->jobs[job];
+    if (bj->warmup > 0)
+        fprintf(f,
+                "Warm-up: %d passes of %uKB random reads (iodepth %d) over the %lluMB region "
+                "before the first trial\n",
+                bj->warmup, BENCH_WARMUP_BS >> 10, BENCH_WARMUP_IODEPTH,
+                (unsigned long long)(bj->size >> 20));
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_cell *cell = &r->cells[c][job];
+        if (!render_has_row(r, c, job) || !cell->has_cache)
+            continue;
+        double rp = bench_hit_pct(cell->read_hits, cell->read_misses);
+        double wp = bench_hit_pct(cell->write_hits, cell->write_misses);
+        char rs[32] = "-", ws[32] = "-";
+        if (rp >= 0)
+            snprintf(rs, sizeof(rs), "%.1f%%", rp);
+        if (wp >= 0)
+            snprintf(ws, sizeof(ws), "%.1f%%", wp);
+        fprintf(f, "Cache hit ratio, %s: read %s, write %s\n", r->configs[c].label, rs, ws);
+    }
+}
+
 int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
 {
-    char head[512], val[BENCH_MAX_CONFIGS][32];
+    char head[512];
+    struct render_row rows[BENCH_MAX_CONFIGS + BENCH_MAX_SEED_ROWS];
     size_t namew = 0, valw = 0;
     double max = 0.0;
     bool any_hb = false;
     bench_job_heading(r, job, head, sizeof(head));
     fprintf(f, "%s\nMB/s > Higher Is Better\n", head);
-    for (int c = 0; c < r->nconfigs; c++) {
-        if (!render_has_row(r, c, job))
-            continue;
-        const struct bench_cell *cell = &r->cells[c][job];
-        snprintf(val[c], sizeof(val[c]), "%.2f", cell->mean);
-        if (strlen(r->configs[c].label) > namew)
-            namew = strlen(r->configs[c].label);
-        if (strlen(val[c]) > valw)
-            valw = strlen(val[c]);
-        if (cell->mean > max)
-            max = cell->mean;
+    int n = render_rows(r, job, rows);
+    for (int i = 0; i < n; i++) {
+        if (strlen(rows[i].label) > namew)
+            namew = strlen(rows[i].label);
+        if (strlen(rows[i].val) > valw)
+            valw = strlen(rows[i].val);
+        if (rows[i].mean > max)
+            max = rows[i].mean;
     }
     /* Seed layout: label, a space, dots up to the longest label + 2, a space, the value, " |",
      * and bars scaled so that the largest value's row is BENCH_BAR_WIDTH characters wide. */
     int maxbars = BENCH_BAR_WIDTH - (int)(namew + 2) - 1 - (int)valw - 2;
     if (maxbars < 10)
         maxbars = 10;
-    for (int c = 0; c < r->nconfigs; c++) {
-        if (!render_has_row(r, c, job))
-            continue;
-        const struct bench_cell *cell = &r->cells[c][job];
-        size_t ln = strlen(r->configs[c].label);
-        fprintf(f, "%s ", r->configs[c].label);
-        for (size_t i = ln; i < namew + 1; i++)
+    for (int i = 0; i < n; i++) {
+        size_t ln = strlen(rows[i].label);
+        fprintf(f, "%s ", rows[i].label);
+        for (size_t k = ln; k < namew + 1; k++)
             fputc('.', f);
-        fprintf(f, " %s |", val[c]);
-        int bars = max > 0 ? (int)floor(cell->mean / max * maxbars + 0.5) : 0;
-        for (int i = 0; i < bars; i++)
+        fprintf(f, " %s |", rows[i].val);
+        int bars = max > 0 ? (int)floor(rows[i].mean / max * maxbars + 0.5) : 0;
+        for (int k = 0; k < bars; k++)
             fputc('=', f);
-        if (cell->host_bound) {
+        if (rows[i].host_bound) {
             fputs(" *", f);
             any_hb = true;
         }
@@ -106,6 +157,7 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
     }
     if (any_hb)
         fprintf(f, "* %s\n", RENDER_HOST_BOUND_NOTE);
+    render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
 }
 
@@ -150,6 +202,22 @@ static cJSON *render_num_array(const double *v, int n)
     return a;
 }
 
+/* "cache": the hit counters of a cache row's trials and their ratios (percent, null if none). */
+static void render_json_cache(cJSON *x, const struct bench_cell *cell)
+{
+    cJSON *c = cJSON_AddObjectToObject(x, "cache");
+    double rp = bench_hit_pct(cell->read_hits, cell->read_misses);
+    double wp = bench_hit_pct(cell->write_hits, cell->write_misses);
+    cJSON_AddNumberToObject(c, "read_hits", (double)cell->read_hits);
+    cJSON_AddNumberToObject(c, "read_misses", (double)cell->read_misses);
+    cJSON_AddNumberToObject(c, "write_hits", (double)cell->write_hits);
+    cJSON_AddNumberToObject(c, "write_misses", (double)cell->write_misses);
+    cJSON_AddItemToObject(c, "read_hit_pct",
+                          rp < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(round(rp * 10) / 10));
+    cJSON_AddItemToObject(c, "write_hit_pct",
+                          wp < 0 ? cJSON_CreateNull() : cJSON_CreateNumber(round(wp * 10) / 10));
+}
+
 /* The JSON object of job j: its settings and one result per measured configuration. */
 static cJSON *render_json_job(const struct bench_report *r, int j)
 {
@@ -167,6 +235,14 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
     cJSON_AddNumberToObject(o, "ramp_s", bj->ramp);
     cJSON_AddNumberToObject(o, "runtime_s", bj->runtime);
     cJSON_AddNumberToObject(o, "rwmixread", bj->rwmixread);
+    cJSON_AddNumberToObject(o, "warmup_passes", bj->warmup);
+    cJSON *seed = cJSON_AddArrayToObject(o, "seed_rows");
+    for (int i = 0; i < bj->nseed; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddStringToObject(x, "label", bj->seed[i].label);
+        cJSON_AddNumberToObject(x, "mbs", bj->seed[i].mbs);
+        cJSON_AddItemToArray(seed, x);
+    }
     cJSON *res = cJSON_AddArrayToObject(o, "results");
     for (int c = 0; c < r->nconfigs; c++) {
         if (!render_has_row(r, c, j))
@@ -184,6 +260,8 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
         if (cell->model_mbs > 0)
             cJSON_AddNumberToObject(x, "model_mbs", round(cell->model_mbs * 1000.0) / 1000.0);
         cJSON_AddBoolToObject(x, "host_bound", cell->host_bound);
+        if (cell->has_cache)
+            render_json_cache(x, cell);
         cJSON_AddStringToObject(
             x, "note", cell->host_bound && !cell->note[0] ? RENDER_HOST_BOUND_NOTE : cell->note);
         cJSON_AddItemToArray(res, x);

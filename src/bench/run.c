@@ -20,8 +20,9 @@
 /* Seconds a trial costs beyond ramp + runtime (fio start, connect, JSON), for the ETA. */
 #define RUN_TRIAL_OVERHEAD 0.5
 
-const struct bench_backend *const bench_backends[] = {
-    &bench_backend_raidkit, &bench_backend_noop, &bench_backend_nbdkit, &bench_backend_btrfs, NULL};
+const struct bench_backend *const bench_backends[] = {&bench_backend_raidkit, &bench_backend_noop,
+                                                      &bench_backend_nbdkit,  &bench_backend_btrfs,
+                                                      &bench_backend_cache,   NULL};
 
 const struct bench_backend *bench_backend_find(const char *kind)
 {
@@ -134,6 +135,44 @@ static void run_cell_add(struct bench_cell *cell, double rd, double wr, double m
     }
 }
 
+/* Warm-up of job j on configuration c before its first trial (job->warmup passes of random
+ * BENCH_WARMUP_BS reads over the job's region, every block once per pass): a cache admits a
+ * block on a repeated miss, so the hot-set jobs measure a warm cache. */
+static void run_warmup(struct run_ctx *x, const struct bench_config *bc,
+                       const struct bench_job *job, const struct run_target *t)
+{
+    struct bench_job w = *job;
+    char err[300] = "";
+    double rd = 0, wr = 0, t0 = run_mono();
+    snprintf(w.name, sizeof(w.name), "warmup");
+    snprintf(w.rw, sizeof(w.rw), "randread");
+    w.bs = BENCH_WARMUP_BS;
+    w.iodepth = BENCH_WARMUP_IODEPTH;
+    w.rwmixread = 0;
+    w.loops = job->warmup;
+    int r = run_fio(x, &w, t, &rd, &wr, err, sizeof(err));
+    if (r < 0 && r != -EINTR)
+        fprintf(stderr, "[bench] %s %s warm-up: %s\n", bc->name, job->name, err);
+    else if (r == 0)
+        fprintf(stderr, "[bench] %-10s %-12s warm-up: %d passes of %uKB random reads, %.1f s\n",
+                bc->name, job->name, w.loops, w.bs >> 10, run_mono() - t0);
+}
+
+/* The cache hit counters of t after a trial, added to cell as the difference to h0 (taken
+ * before the trial; h0_ok: known). */
+static void run_cell_hits(const struct bench_backend *be, const struct run_target *t,
+                          const uint64_t h0[4], bool h0_ok, struct bench_cell *cell)
+{
+    uint64_t h1[4];
+    if (!h0_ok || be->hits(t, h1) < 0)
+        return;
+    cell->has_cache = true;
+    cell->read_hits += h1[0] - h0[0];
+    cell->read_misses += h1[1] - h0[1];
+    cell->write_hits += h1[2] - h0[2];
+    cell->write_misses += h1[3] - h0[3];
+}
+
 /* Measure every job of the suite on configuration c (up as t, back-end be). With extra > 0, run
  * exactly extra more trials per job instead (the ceiling's second pass). */
 static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend *be,
@@ -146,15 +185,21 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
         struct bench_cell *cell = &rep->cells[c][j];
         int stop =
             cell->ntrials + extra < BENCH_MAX_TRIALS ? cell->ntrials + extra : BENCH_MAX_TRIALS;
+        if (job->warmup > 0 && extra == 0 && cell->ntrials == 0)
+            run_warmup(x, bc, job, t);
         while (!run_interrupted && run_cell_more(x, cell, extra, stop)) {
             double rd = 0, wr = 0;
             char err[300] = "", eta[32], mod[48] = "";
             struct run_counts k0 = {0}, k1 = {0};
+            uint64_t h0[4];
+            bool h0_ok = be->hits && be->hits(t, h0) == 0;
             if (be->counts)
                 be->counts(t, &k0);
             int r = run_fio(x, job, t, &rd, &wr, err, sizeof(err));
             if (be->counts)
                 be->counts(t, &k1);
+            if (r == 0)
+                run_cell_hits(be, t, h0, h0_ok, cell);
             if (r == -EINTR || run_interrupted)
                 break;
             if (r < 0) {
@@ -204,7 +249,8 @@ static void run_one_config(struct run_ctx *x, int c, bool again)
         run_eta_plan(x, NULL, -rep->min_trials);
     } else {
         if (!be->modelled && !be->ceiling && x->have_emul)
-            snprintf(bc->note, sizeof(bc->note), "plain file, not modelled");
+            snprintf(bc->note, sizeof(bc->note), "%s",
+                     be->own_models ? "its own models, not --model's" : "plain file, not modelled");
         fprintf(stderr, "[bench] %s: up (%s)\n", bc->name, t.uri[0] ? t.uri : t.filename);
         run_config_jobs(x, c, be, &t, again ? rep->min_trials : 0);
     }

@@ -52,6 +52,7 @@ struct bench_backend {
     const char *names; /* the --configs names it takes, for the error message */
     bool modelled;     /* its members are wrapped in the --model device model */
     bool ceiling;      /* the harness ceiling: measured first and again last */
+    bool own_models;   /* its configurations carry their own device models (not --model's) */
     /* If name is one of this back-end's configurations, fill bc's label, level and members
      * (members: the --members value) and return true. */
     bool (*describe)(struct bench_config *bc, const char *name, int members);
@@ -63,10 +64,13 @@ struct bench_backend {
     void (*stop)(struct run_ctx *x, struct run_target *t);
     /* Member operation counts now; NULL when the back-end has no modelled members. */
     void (*counts)(const struct run_target *t, struct run_counts *k);
+    /* Cache hit counters now (c[0..3]: read hits, read misses, write hits, write misses; totals
+     * since start). Returns 0, or -errno when the configuration has no cache; NULL: never. */
+    int (*hits)(const struct run_target *t, uint64_t c[4]);
 };
 
 extern const struct bench_backend bench_backend_raidkit, bench_backend_noop, bench_backend_nbdkit,
-    bench_backend_btrfs;
+    bench_backend_btrfs, bench_backend_cache;
 /* Every back-end, NULL-terminated. */
 extern const struct bench_backend *const bench_backends[];
 /* The back-end of a configuration kind, or NULL. */
@@ -75,6 +79,25 @@ const struct bench_backend *bench_backend_find(const char *kind);
 void *run_priv_new(struct run_target *t, size_t size, char *err, size_t errlen);
 /* Path of the private NBD socket of x: "WORK/nbd.sock". */
 void run_socket_path(const struct run_ctx *x, char *buf, size_t len);
+
+/* ---- the cache back-end's pieces (backend_cache.c), exported for tests ---- */
+/* Cache mode of configuration name ("writeback" for cache-writeback), NULL for cache-ssd,
+ * cache-hdd and any other name. */
+const char *bench_cache_mode(const char *name);
+/* The --emulate argument for profile name: a built-in name or a path as is; another bare name
+ * NAME as the first readable bench/profiles/NAME.ini under $RAIDKIT_SOURCE_DIR, the working
+ * directory and the binary's parent directory. Returns 0, or -ENOENT (nothing readable). */
+int bench_cache_profile(const char *name, char *buf, size_t len);
+/* argv of `raidkit serve` for configuration name (texts in a, argv NULL-terminated; rk is the
+ * binary, sock the NBD socket, ctl the control socket, ssd/hdd profile arguments, threads the
+ * server's worker threads). Returns the argument count. */
+int bench_cache_serve_argv(const char *rk, const char *name, const char *sock, const char *ctl,
+                           const char *ssd, const char *hdd, const char *backing,
+                           const char *cachedev, int threads, char a[12][640], char *argv[16]);
+/* The hit counters of a `raidkit status --json` document (its "cache" object, at top level or
+ * under "status"): read_hits, read_misses, write_hits, write_misses (absent keys are 0). Returns
+ * 0, or -ENOENT when there is no "cache" object. */
+int bench_cache_parse_status(const char *json, uint64_t c[4]);
 
 /* ---- fio (fio.c) ---- */
 /* fio's version ("3.33") into buf; -ENOENT when fio does not run. */
@@ -109,6 +132,9 @@ void run_chomp(char *s);
 void run_now_iso(char *buf, size_t len);
 /* Monotonic clock in seconds. */
 double run_mono(void);
+/* Create (or truncate) path and write size bytes of zeros into it, so that measured writes never
+ * pay the first-touch page allocation of sparse memory. Returns 0 or -errno with err. */
+int run_fill_file(const char *path, uint64_t size, char *err, size_t errlen);
 /* Create (or truncate) a sparse file of size bytes. Returns 0 or -errno with err. */
 int run_make_file(const char *path, uint64_t size, char *err, size_t errlen);
 

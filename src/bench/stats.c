@@ -51,3 +51,10 @@ bool bench_need_more(const double *v, int n, int min_trials, double rsd_limit)
         return false;
     return bench_rsd(v, n) > rsd_limit;
 }
+
+double bench_hit_pct(uint64_t hits, uint64_t misses)
+{
+    if (hits + misses == 0)
+        return -1.0;
+    return (double)hits * 100.0 / (double)(hits + misses);
+}

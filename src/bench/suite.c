@@ -23,6 +23,30 @@ static int suite_int(const char *v, int lo, int hi, int *out)
 static const char *const suite_rw[] = {"read", "write",     "randread", "randwrite",
                                        "rw",   "readwrite", "randrw",   NULL};
 
+/* "LABEL | MB/s": a published row printed beside the measured ones. */
+static int suite_seed_row(struct bench_job *j, const char *v)
+{
+    const char *bar = strrchr(v, '|');
+    if (!bar || j->nseed >= BENCH_MAX_SEED_ROWS)
+        return -EINVAL;
+    size_t n = (size_t)(bar - v);
+    while (n > 0 && v[n - 1] == ' ')
+        n--;
+    const char *num = bar + 1;
+    while (*num == ' ')
+        num++;
+    char *end;
+    errno = 0;
+    double x = strtod(num, &end);
+    if (n == 0 || n >= sizeof(j->seed[0].label) || end == num || *end || errno || x < 0)
+        return -EINVAL;
+    struct bench_seed_row *r = &j->seed[j->nseed++];
+    memcpy(r->label, v, n);
+    r->label[n] = '\0';
+    r->mbs = x;
+    return 0;
+}
+
 /* Apply one job key to j; returns 0, -ENOENT (unknown key) or -EINVAL (bad value). */
 static int suite_job_key(struct bench_job *j, const char *k, const char *v)
 {
@@ -52,6 +76,10 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
         return suite_int(v, 1, 36000, &j->runtime);
     } else if (!strcmp(k, "rwmixread")) {
         return suite_int(v, 0, 100, &j->rwmixread);
+    } else if (!strcmp(k, "warmup")) {
+        return suite_int(v, 0, 16, &j->warmup);
+    } else if (!strcmp(k, "seed_row")) {
+        return suite_seed_row(j, v);
     } else {
         return -ENOENT;
     }

@@ -42,9 +42,21 @@ static void test_shipped(void **state)
     }
     assert_non_null(strstr(s->reproduces, "seed 000"));
     load("seed003", s);
-    assert_int_equal(s->njobs, 4);
+    assert_int_equal(s->njobs, 6); /* the study's four tables + two hot-set jobs */
     assert_int_equal(s->jobs[1].bs, 4096);
     assert_int_equal(s->jobs[1].iodepth, 1);
+    /* The study's rows beside ours: the randread table has no HDD row in the seed. */
+    assert_int_equal(s->jobs[0].nseed, 3);
+    assert_string_equal(s->jobs[0].seed[1].label, "BCache Writethrough");
+    assert_true(s->jobs[0].seed[1].mbs == 1.67);
+    assert_int_equal(s->jobs[1].nseed, 4);
+    assert_string_equal(s->jobs[1].seed[1].label, "Seagate ST500DM002-1BD14");
+    assert_int_equal(s->jobs[0].warmup, 0);
+    assert_string_equal(s->jobs[4].name, "hotread");
+    assert_int_equal(s->jobs[4].size, 128u << 20);
+    assert_int_equal(s->jobs[4].warmup, 2);
+    assert_int_equal(s->jobs[5].warmup, 2);
+    assert_int_equal(s->jobs[5].iodepth, 1);
     load("seed002", s);
     assert_string_equal(s->jobs[0].rw, "read");
     assert_int_equal(s->jobs[0].bs, 1u << 20);
@@ -99,6 +111,13 @@ static void test_errors(void **state)
     assert_int_equal(parse_text("just words\n", err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, ":1: expected 'key = value'"));
     assert_int_equal(parse_text("[a]\niodepth = 0\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(parse_text("[a]\nseed_row = X | 1.5\nwarmup = 3\n", err, sizeof(err)), 0);
+    assert_int_equal(parse_text("[a]\nseed_row = no figure\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":2: bad value 'no figure' for 'seed_row'"));
+    assert_int_equal(parse_text("[a]\nseed_row = | 2\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(parse_text("[a]\nseed_row = X | 2x\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(parse_text("[a]\nseed_row = X | -1\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(parse_text("[a]\nwarmup = 17\n", err, sizeof(err)), -EINVAL);
     struct bench_suite *s = calloc(1, sizeof(*s));
     assert_int_equal(bench_suite_load("/nonexistent/suite.ini", s, err, sizeof(err)), -ENOENT);
     assert_int_equal(bench_suite_load("no-such-suite-name", s, err, sizeof(err)), -ENOENT);

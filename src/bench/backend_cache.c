@@ -1,0 +1,314 @@
+/* The "cache" back-end: the SSD cache tier in front of an emulated disk, run through the CLI as a
+ * user would (raidkit create, raidkit cache create, raidkit serve --cache), plus its two parts
+ * alone: the raw cache SSD and the raw backing disk (docs/BENCHMARKS.md "Cache configurations").
+ *
+ *   cache-MODE:  fio -> NBD -> raidkit serve --cache C.img --cache-emulate SSD --emulate HDD
+ *                                [cache MODE: C.img (SSD model)] -> linear -> B.img (HDD model)
+ *   cache-ssd:   fio -> NBD -> raidkit serve --emulate SSD S.img   (the raw cache member)
+ *   cache-hdd:   fio -> NBD -> raidkit serve --emulate HDD B.img   (the backing alone)
+ *
+ * Every configuration carries its own models (SSD: mushkin-ssd-2015, the seed 003 SSD; HDD:
+ * hdd-7200), independent of --model, so one run holds the whole seed 003 table. Environment:
+ * RAIDKIT_BENCH_CACHE_SSD / RAIDKIT_BENCH_CACHE_HDD (profile name or INI path),
+ * RAIDKIT_BENCH_CACHE_SIZE (cache device bytes, K/M/G; default half the suite's largest region).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench/run.h"
+#include "core/util.h"
+
+#define CACHE_SSD_DEFAULT "mushkin-ssd-2015"
+#define CACHE_HDD_DEFAULT "hdd-7200"
+
+/* State of a cache configuration (t->priv). */
+struct cache_state {
+    pid_t serve;
+    char backing[600], cachedev[600], ctl[600], log[600];
+};
+
+static const struct {
+    const char *name, *label, *mode; /* mode NULL: a raw device alone */
+} cache_configs[] = {
+    {"cache-writethrough", "raidkit cache writethrough", "writethrough"},
+    {"cache-writeback", "raidkit cache writeback", "writeback"},
+    {"cache-writearound", "raidkit cache writearound", "writearound"},
+    {"cache-none", "raidkit cache none", "none"},
+    {"cache-ssd", "raidkit raw cache SSD", NULL},
+    {"cache-hdd", "raidkit raw backing HDD", NULL},
+};
+
+static bool cache_describe(struct bench_config *bc, const char *name, int members)
+{
+    for (size_t i = 0; i < sizeof(cache_configs) / sizeof(cache_configs[0]); i++) {
+        if (strcmp(name, cache_configs[i].name))
+            continue;
+        snprintf(bc->label, sizeof(bc->label), "%s", cache_configs[i].label);
+        bc->members = 1;
+        return true;
+    }
+    return false;
+}
+
+const char *bench_cache_mode(const char *name)
+{
+    for (size_t i = 0; i < sizeof(cache_configs) / sizeof(cache_configs[0]); i++)
+        if (!strcmp(name, cache_configs[i].name))
+            return cache_configs[i].mode;
+    return NULL;
+}
+
+/* A profile argument: a built-in name as is; "mushkin-ssd-2015" (no built-in) is looked up as
+ * bench/profiles/NAME.ini under $RAIDKIT_SOURCE_DIR, the working directory and next to the
+ * binary. Returns 0 with the argument in buf, -ENOENT when the file is nowhere. */
+int bench_cache_profile(const char *name, char *buf, size_t len)
+{
+    struct rk_emul_params p;
+    char err[256], exe[PATH_MAX];
+    bool path = strchr(name, '/') || strstr(name, ".ini");
+    if (path || !rk_emul_profile_load(name, &p, err, sizeof(err))) {
+        snprintf(buf, len, "%s", name);
+        return !path || access(buf, R_OK) == 0 ? 0 : -ENOENT;
+    }
+    const char *src = getenv("RAIDKIT_SOURCE_DIR");
+    const char *dirs[3] = {src, ".", NULL};
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *sl = strrchr(exe, '/');
+        if (sl) {
+            snprintf(sl, sizeof(exe) - (size_t)(sl - exe), "/..");
+            dirs[2] = exe;
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!dirs[i])
+            continue;
+        snprintf(buf, len, "%s/bench/profiles/%s.ini", dirs[i], name);
+        if (access(buf, R_OK) == 0)
+            return 0;
+    }
+    return -ENOENT;
+}
+
+/* The `raidkit serve` argument vector of configuration name (NULL-terminated in argv, texts in
+ * a[]): the cache and both models for cache-MODE, one model for cache-ssd / cache-hdd. */
+int bench_cache_serve_argv(const char *rk, const char *name, const char *sock, const char *ctl,
+                           const char *ssd, const char *hdd, const char *backing,
+                           const char *cachedev, int threads, char a[12][640], char *argv[16])
+{
+    int n = 0;
+    const char *mode = bench_cache_mode(name);
+    snprintf(a[n++], 640, "%s", rk);
+    snprintf(a[n++], 640, "serve");
+    snprintf(a[n++], 640, "--threads=%d", threads);
+    snprintf(a[n++], 640, "--listen=unix:%s", sock);
+    snprintf(a[n++], 640, "--control=%s", ctl);
+    if (mode) {
+        snprintf(a[n++], 640, "--emulate=%s", hdd);
+        snprintf(a[n++], 640, "--cache=%s", cachedev);
+        snprintf(a[n++], 640, "--cache-emulate=%s", ssd);
+    } else {
+        snprintf(a[n++], 640, "--emulate=%s", strcmp(name, "cache-ssd") ? hdd : ssd);
+    }
+    snprintf(a[n++], 640, "%s", backing);
+    for (int i = 0; i < n; i++)
+        argv[i] = a[i];
+    argv[n] = NULL;
+    return n;
+}
+
+/* Run a raidkit command; on failure its output becomes the error. */
+static int cache_cli(char *const argv[], char *err, size_t errlen)
+{
+    char out[1024] = "";
+    int r = run_cmd(argv, out, sizeof(out), true);
+    if (r == 0)
+        return 0;
+    run_chomp(out);
+    char *nl = strrchr(out, '\n');
+    rk_set_err(err, errlen, "`raidkit %s %s` failed (%d): %s", argv[1],
+               argv[2] && argv[2][0] != '-' ? argv[2] : "", r, nl ? nl + 1 : out);
+    return r < 0 ? r : -EIO;
+}
+
+/* Start `raidkit serve` (its stderr into st->log) and wait up to 20 s for its socket. */
+static int cache_spawn(struct cache_state *st, char *const argv[], const char *sock, char *err,
+                       size_t errlen)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR);
+        int lf = open(st->log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(dn, 0);
+        dup2(dn, 1);
+        dup2(lf >= 0 ? lf : dn, 2);
+        signal(SIGINT, SIG_IGN); /* the bench stops it; Ctrl-C goes to the bench */
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    st->serve = pid;
+    for (int i = 0; i < 2000; i++) {
+        if (access(sock, F_OK) == 0)
+            return 0;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            st->serve = 0;
+            char msg[300] = "";
+            FILE *f = fopen(st->log, "r");
+            if (f) {
+                if (!fgets(msg, sizeof(msg), f))
+                    msg[0] = '\0';
+                fclose(f);
+            }
+            run_chomp(msg);
+            rk_set_err(err, errlen, "raidkit serve exited at start: %s", msg);
+            return -EIO;
+        }
+        usleep(10000);
+    }
+    rk_set_err(err, errlen, "raidkit serve did not create its socket in 20 s");
+    return -ETIMEDOUT;
+}
+
+static uint64_t cache_size(const struct run_ctx *x)
+{
+    uint64_t v;
+    const char *e = getenv("RAIDKIT_BENCH_CACHE_SIZE");
+    if (e && rk_parse_size(e, &v) == 0 && v >= (16u << 20))
+        return v;
+    return bench_suite_max_size(&x->suite) / 2 + (64ull << 20);
+}
+
+static int cache_start(struct run_ctx *x, const struct bench_config *bc, struct run_target *t,
+                       char *err, size_t errlen)
+{
+    char rk[PATH_MAX], ssd[600], sock[560], size[32], a[12][640], *argv[16];
+    const char *hdd =
+        getenv("RAIDKIT_BENCH_CACHE_HDD") ? getenv("RAIDKIT_BENCH_CACHE_HDD") : CACHE_HDD_DEFAULT;
+    const char *ssdname =
+        getenv("RAIDKIT_BENCH_CACHE_SSD") ? getenv("RAIDKIT_BENCH_CACHE_SSD") : CACHE_SSD_DEFAULT;
+    const char *mode = bench_cache_mode(bc->name);
+    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
+    if (n <= 0) {
+        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
+        return -ENOENT;
+    }
+    rk[n] = '\0';
+    if (bench_cache_profile(ssdname, ssd, sizeof(ssd)) < 0) {
+        rk_set_err(err, errlen, "no SSD profile '%s' (bench/profiles/%s.ini not found)", ssdname,
+                   ssdname);
+        return -ENOENT;
+    }
+    struct cache_state *st = run_priv_new(t, sizeof(*st), err, errlen);
+    if (!st)
+        return -ENOMEM;
+    snprintf(st->backing, sizeof(st->backing), "%.500s/%s-m0.img", x->work, bc->name);
+    snprintf(st->cachedev, sizeof(st->cachedev), "%.500s/%s-cache.img", x->work, bc->name);
+    snprintf(st->ctl, sizeof(st->ctl), "%.500s/ctl.sock", x->work);
+    snprintf(st->log, sizeof(st->log), "%.500s/serve.log", x->work);
+    snprintf(size, sizeof(size), "%" PRIu64, x->member_size);
+    int r = run_fill_file(st->backing, x->member_size, err, errlen);
+    if (r < 0)
+        return r;
+    char *create[] = {rk,        "create", "--level",   "linear",    "--size", size,
+                      "--force", "--name", "benchback", st->backing, NULL};
+    if ((r = cache_cli(create, err, errlen)) < 0)
+        return r;
+    if (mode) {
+        r = run_fill_file(st->cachedev, cache_size(x), err, errlen);
+        if (r < 0)
+            return r;
+        char *cc[] = {rk,           "cache",      "create",    "--mode",
+                      (char *)mode, st->cachedev, st->backing, NULL};
+        if ((r = cache_cli(cc, err, errlen)) < 0)
+            return r;
+    }
+    run_socket_path(x, sock, sizeof(sock));
+    int threads = 2 * x->max_iodepth < 16 ? 16 : 2 * x->max_iodepth;
+    bench_cache_serve_argv(rk, bc->name, sock, st->ctl, ssd, hdd, st->backing, st->cachedev,
+                           threads, a, argv);
+    if ((r = cache_spawn(st, argv, sock, err, errlen)) < 0)
+        return r;
+    snprintf(t->uri, sizeof(t->uri), "nbd+unix:///?socket=%.570s", sock);
+    return 0;
+}
+
+static void cache_stop(struct run_ctx *x, struct run_target *t)
+{
+    struct cache_state *st = t->priv;
+    if (!st)
+        return;
+    if (st->serve > 0) {
+        kill(st->serve, SIGTERM);
+        waitpid(st->serve, NULL, 0);
+    }
+    unlink(st->backing);
+    unlink(st->cachedev);
+    unlink(st->ctl);
+    unlink(st->log);
+    free(st);
+    t->priv = NULL;
+}
+
+/* A counter of a status "cache" object: the number, or 0 when absent. */
+static uint64_t cache_num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+}
+
+int bench_cache_parse_status(const char *json, uint64_t c[4])
+{
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "status");
+    const cJSON *cache = cJSON_GetObjectItemCaseSensitive(st ? st : root, "cache");
+    int r = -ENOENT;
+    if (cJSON_IsObject(cache)) {
+        c[0] = cache_num(cache, "read_hits");
+        c[1] = cache_num(cache, "read_misses");
+        c[2] = cache_num(cache, "write_hits");
+        c[3] = cache_num(cache, "write_misses");
+        r = 0;
+    }
+    cJSON_Delete(root);
+    return r;
+}
+
+/* Cache hit counters now, from `raidkit status --json`: read hits, read misses, write hits,
+ * write misses. */
+static int cache_hits(const struct run_target *t, uint64_t c[4])
+{
+    const struct cache_state *st = t->priv;
+    char rk[PATH_MAX], out[16384] = "";
+    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
+    if (!st || n <= 0)
+        return -ENOENT;
+    rk[n] = '\0';
+    char *argv[] = {rk, "status", "--json", "--control", (char *)st->ctl, NULL};
+    if (run_cmd(argv, out, sizeof(out), false) != 0)
+        return -EIO;
+    return bench_cache_parse_status(out, c);
+}
+
+const struct bench_backend bench_backend_cache = {
+    .kind = "cache",
+    .own_models = true,
+    .names = "cache-writethrough, cache-writeback, cache-writearound, cache-none, cache-ssd, "
+             "cache-hdd",
+    .describe = cache_describe,
+    .start = cache_start,
+    .stop = cache_stop,
+    .hits = cache_hits,
+};
