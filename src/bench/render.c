@@ -67,6 +67,8 @@ struct render_row {
     char val[32];
     double mean;
     bool host_bound;
+    const struct bench_cell *cell; /* measured rows: the cell (model, RSD); NULL for seed rows */
+    double seed;                   /* the seed row of the same label, MB/s; 0 = none */
 };
 
 /* The rows of job's table: measured configurations, then the suite's seed rows. Returns n. */
@@ -79,12 +81,19 @@ static int render_rows(const struct bench_report *r, int job, struct render_row 
         const struct bench_cell *cell = &r->cells[c][job];
         snprintf(rows[n].label, sizeof(rows[n].label), "%s", r->configs[c].label);
         rows[n].mean = cell->mean;
+        rows[n].cell = cell;
+        rows[n].seed = 0;
+        for (int i = 0; i < r->suite->jobs[job].nseed; i++)
+            if (!strcmp(r->suite->jobs[job].seed[i].label, r->configs[c].label))
+                rows[n].seed = r->suite->jobs[job].seed[i].mbs;
         rows[n++].host_bound = cell->host_bound;
     }
     const struct bench_job *bj = &r->suite->jobs[job];
     for (int i = 0; i < bj->nseed; i++) {
         snprintf(rows[n].label, sizeof(rows[n].label), "%s (seed)", bj->seed[i].label);
         rows[n].mean = bj->seed[i].mbs;
+        rows[n].cell = NULL;
+        rows[n].seed = 0;
         rows[n++].host_bound = false;
     }
     for (int i = 0; i < n; i++)
@@ -117,13 +126,51 @@ static void render_text_cache(const struct bench_report *r, int job, FILE *f)
     }
 }
 
+/* After the bar of a measured row (the seed layout stays as it is before it): the model's
+ * prediction, the seed's figure of the same label with the ratio measured/seed, and a noisy mark
+ * when the RSD stayed above BENCH_RSD_LIMIT. Sets *noisy / *model when printed. */
+static void render_text_extra(const struct render_row *row, FILE *f, bool *noisy, bool *model)
+{
+    const struct bench_cell *cell = row->cell;
+    if (!cell)
+        return;
+    if (cell->model_mbs > 0) {
+        fprintf(f, "  [model %.2f]", cell->model_mbs);
+        *model = true;
+    }
+    if (row->seed > 0)
+        fprintf(f, "  [seed %.2f, x%.2f]", row->seed, row->mean / row->seed);
+    if (cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT) {
+        fprintf(f, "  [noisy: RSD %.1f%% after %d trials]", cell->rsd, cell->ntrials);
+        *noisy = true;
+    }
+}
+
+/* Footer lines explaining the marks used in the table. */
+static void render_text_footer(FILE *f, bool any_hb, bool noisy, bool model)
+{
+    if (any_hb)
+        fprintf(f,
+                "* %s. The figure of a * row is what this host reached, not what the RAID "
+                "layout allows: read the [model] column for that.\n",
+                RENDER_HOST_BOUND_NOTE);
+    if (model)
+        fprintf(f, "[model X]: the MB/s the device model allows for the member I/O the trials "
+                   "caused (docs/BENCHMARKS.md \"Device models\").\n");
+    if (noisy)
+        fprintf(f,
+                "[noisy]: the relative standard deviation stayed above %.1f%% after the most "
+                "trials allowed: the mean is uncertain.\n",
+                BENCH_RSD_LIMIT);
+}
+
 int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
 {
     char head[512];
     struct render_row rows[BENCH_MAX_CONFIGS + BENCH_MAX_SEED_ROWS];
     size_t namew = 0, valw = 0;
     double max = 0.0;
-    bool any_hb = false;
+    bool any_hb = false, noisy = false, model = false;
     bench_job_heading(r, job, head, sizeof(head));
     fprintf(f, "%s\nMB/s > Higher Is Better\n", head);
     int n = render_rows(r, job, rows);
@@ -153,10 +200,10 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
             fputs(" *", f);
             any_hb = true;
         }
+        render_text_extra(&rows[i], f, &noisy, &model);
         fputc('\n', f);
     }
-    if (any_hb)
-        fprintf(f, "* %s\n", RENDER_HOST_BOUND_NOTE);
+    render_text_footer(f, any_hb, noisy, model);
     render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
 }
