@@ -146,6 +146,28 @@ static void render_text_extra(const struct render_row *row, FILE *f, bool *noisy
     }
 }
 
+/* Lines under a table: how a configuration differs from the study it is compared with (seed 000's
+ * btrfs profiles), once per configuration shown. */
+static void render_text_mapping(const struct bench_report *r, int job, FILE *f)
+{
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_config *bc = &r->configs[c];
+        if (!render_has_row(r, c, job) || strcmp(bc->kind, "raidkit"))
+            continue;
+        if (!strcmp(bc->name, "raid1") && bc->members > 2)
+            fprintf(f,
+                    "%s: a %d-way mirror (every member holds a copy); btrfs RAID-1 keeps 2 "
+                    "copies over the disks, which raid10 matches here.\n",
+                    bc->label, bc->members);
+        else if (!strcmp(bc->name, "linear") && bc->members > 1)
+            fprintf(f,
+                    "%s: concatenation, a test region smaller than one member sits on one "
+                    "member; the seed's \"4 Disks, Non-RAID\" (btrfs single) spreads a file "
+                    "over all disks, which raid0 matches here.\n",
+                    bc->label);
+    }
+}
+
 /* Footer lines explaining the marks used in the table. */
 static void render_text_footer(FILE *f, bool any_hb, bool noisy, bool model)
 {
@@ -204,6 +226,7 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
         fputc('\n', f);
     }
     render_text_footer(f, any_hb, noisy, model);
+    render_text_mapping(r, job, f);
     render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
 }
