@@ -10,7 +10,9 @@
 # Environment (defaults sized for 2 cores):
 #   LEVEL [raid10] MEMBERS [4] MEMBER_SIZE [512M] EMULATE [] (e.g. sata-ssd-2014: members timed
 #   like the seed's disks)  DIR [/tmp/rk-fswl]  SQLITE_N [500] inserts  FSMARK_N [64] files
-#   POSTMARK_TX [2000] transactions  FIO_RUNTIME [8] s  TOOLS [sqlite,fsmark,postmark,fio,iozone-eq]
+#   POSTMARK_TX [2000] transactions  FIO_RUNTIME [8] s  BONNIE_MB [256] (bonnie++ -s; -r half)
+#   TOOLS [sqlite,fsmark,postmark,fio,iozone-eq,bonnie]; seed 001's bonnie++ table was btrfs RAID-1
+#   over two partitions of one SSD: LEVEL=raid1 MEMBERS=2 is that configuration.
 # Rows of the seeds not run here, and why: docs/BENCHMARKS.md.
 set -uo pipefail
 if [ $# -ne 1 ] || [ ! -x "$1" ]; then
@@ -28,7 +30,8 @@ SQLITE_N=${SQLITE_N:-500}
 FSMARK_N=${FSMARK_N:-64}
 POSTMARK_TX=${POSTMARK_TX:-2000}
 FIO_RUNTIME=${FIO_RUNTIME:-8}
-TOOLS=${TOOLS:-sqlite,fsmark,postmark,fio,iozone-eq}
+TOOLS=${TOOLS:-sqlite,fsmark,postmark,fio,iozone-eq,bonnie}
+BONNIE_MB=${BONNIE_MB:-256}
 PY=/usr/bin/python3
 export PATH=$PATH:/usr/sbin:/sbin
 
@@ -112,6 +115,29 @@ b=j["read"]["io_bytes"]+j["write"]["io_bytes"]; t=max(j["read"]["runtime"], j["w
 print("%.1f" % (b/1e6/(t/1000.0)))' "$DIR/fio.json"
 }
 
+# bonnie_rows: bonnie++ once per path (block output, rewrite, block input, seeks; -f skips the
+# per-character tests), four rows beside seed 001 (btrfs RAID-1 over two partitions of one SSD).
+# "+++++" is bonnie++'s own mark for a phase too short to time.
+bonnie_rows() {
+    local p csv=() i
+    for p in raidkit plain; do
+        CUR="bonnie++ on $p"
+        fs_up "$p" || { echo "$0: setup $p failed" >&2; exit 1; }
+        mkdir -p "$DIR/fs/bon"
+        csv+=("$(bonnie++ -d "$DIR/fs/bon" -s "$BONNIE_MB" -r $((BONNIE_MB / 2)) -n 0 -f -u root \
+            -q 2>"$DIR/bonnie.err" | tail -n 1)")
+        fs_down
+    done
+    local names=("bonnie++ ${BONNIE_MB}M block output (seed: 2G)" "bonnie++ ${BONNIE_MB}M rewrite"
+        "bonnie++ ${BONNIE_MB}M block input" "bonnie++ ${BONNIE_MB}M random seeks")
+    local fields=(12 14 18 20) seeds=(28299 18633 85702 3094) units=(K/s K/s K/s seeks/s)
+    for i in 0 1 2 3; do
+        printf '%-44s %10s %10s %9s %9s  %s\n' "${names[$i]}" \
+            "$(cut -d, -f"${fields[$i]}" <<<"${csv[0]}")" "$(cut -d, -f"${fields[$i]}" <<<"${csv[1]}")" \
+            "s001:${seeds[$i]}" - "${units[$i]}"
+    done
+}
+
 # row NAME UNIT SEED000 SEED003 CMD...: run CMD on raidkit and on plain, print the row.
 row() {
     local name=$1 unit=$2 s0=$3 s3=$4 p v
@@ -152,6 +178,11 @@ if has fio; then
     row "fio 4K random write, direct, in ext4" "MB/s" - 139.76 wl_fio randwrite 4k --direct=1
     row "fio 4K sequential read, direct, in ext4" "MB/s" - 84.88 wl_fio read 4k --direct=1
     row "fio 4K sequential write, direct, in ext4" "MB/s" - 144.11 wl_fio write 4k --direct=1
+fi
+if has bonnie && command -v bonnie++ >/dev/null; then
+    bonnie_rows
+elif has bonnie; then
+    echo "bonnie++: not installed (Debian package bonnie++) - rows skipped"
 fi
 if has iozone-eq; then
     row "IOzone-equivalent (fio) 4K write, buffered" "MB/s" 481.77 479.21 \
