@@ -415,6 +415,7 @@ int rk_fuse_export_run(struct rk_dev *dev, const struct rk_fuse_opts *o, char *e
     char *argv[] = {"raidkit", "-o", mopts, NULL};
     struct fuse_args args = FUSE_ARGS_INIT(3, argv);
     struct fuse_session *se = fuse_session_new(&args, &fx_ops, sizeof(fx_ops), &x);
+    fuse_opt_free_args(&args); /* libfuse may have copied and extended argv */
     r = -EIO;
     if (!se) {
         snprintf(err, errlen, "cannot start the FUSE session (options %s)", mopts);
