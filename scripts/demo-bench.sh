@@ -39,6 +39,6 @@ echo "How to read the tables: each row is what raidkit reached here, its bar sca
 echo "  after the bar, [model X] is what the modelled disks allow for the I/O the row caused, and"
 echo "  [seed X, xR] the study's figure for the same row with the ratio. A '*' row is host-bound:"
 echo "  this 2-core machine, not the RAID layout, set its figure - read its [model] figure instead."
-echo "  [noisy] marks a mean whose RSD stayed above 3.5%. Lines under each table say where a"
+echo "  A '~ noisy:' line names means whose RSD stayed above 3.5%. Lines under each table say where a"
 echo "  configuration differs from the study (raidkit raid1 over 4 = a 4-way mirror; btrfs keeps 2)."
 exit $rc
