@@ -34,7 +34,11 @@ echo
 echo "demo-bench: $((T1 - T0)) s; reports in $OUT:"
 echo "  HTML report: $OUT/report.html"
 echo "  text $OUT/report.txt, JSON $OUT/report.json, CSV $OUT/report.csv, SVG $OUT/*.svg"
-echo "  RAID rows on the model are predictions from a single-disk calibration (docs/BENCHMARKS.md);"
-echo "  rows marked '*' are host-bound (below 90% of what the modelled members allow, model_mbs in"
-echo "  the JSON, or within 10% of the noop ceiling: this machine's limit, not the model)."
+echo
+echo "How to read the tables: each row is what raidkit reached here, its bar scaled as in the seed;"
+echo "  after the bar, [model X] is what the modelled disks allow for the I/O the row caused, and"
+echo "  [seed X, xR] the study's figure for the same row with the ratio. A '*' row is host-bound:"
+echo "  this 2-core machine, not the RAID layout, set its figure - read its [model] figure instead."
+echo "  A '~ noisy:' line names means whose RSD stayed above 3.5%. Lines under each table say where a"
+echo "  configuration differs from the study (raidkit raid1 over 4 = a 4-way mirror; btrfs keeps 2)."
 exit $rc

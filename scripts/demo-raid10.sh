@@ -3,7 +3,8 @@
 # and checks it with real clients (nbdinfo, nbdcopy + ext4 + e2fsck, fio --verify), then degraded.
 #
 # Usage: scripts/demo-raid10.sh RAIDKIT_BINARY
-# Environment: DEMO_DIR (default <repo>/demo-run, wiped at start), MEMBER_SIZE (256M),
+# Environment: DEMO_DIR (default <repo>/demo-run/raid10: its own directory, wiped at start;
+#              never demo-run/ itself, which holds the report of `make demo`), MEMBER_SIZE (256M),
 #              FIO_RUNTIME (20 seconds), FIO_SIZE (128M), DOC_MIB (6), KEEP=1 keeps member images.
 # Exit status: 0 when every check passed, 1 when one failed (the server log is shown), 2 on misuse.
 set -uo pipefail
@@ -14,7 +15,7 @@ if [ $# -ne 1 ] || [ ! -x "$1" ]; then
 fi
 RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-DIR=${DEMO_DIR:-$REPO/demo-run}
+DIR=${DEMO_DIR:-$REPO/demo-run/raid10}
 MEMBER_SIZE=${MEMBER_SIZE:-256M}
 CHUNK=64K
 FIO_RUNTIME=${FIO_RUNTIME:-20}

@@ -28,12 +28,13 @@ double bench_rsd(const double *v, int n);
 bool bench_need_more(const double *v, int n, int min_trials, double rsd_limit);
 
 /* ---- suites (suite.c) ---- */
-#define BENCH_MAX_SEED_ROWS 8
+#define BENCH_MAX_SEED_ROWS 12
 
 /* A published figure printed beside the measured rows (a `seed_row` line of a suite job). */
 struct bench_seed_row {
     char label[48]; /* the study's row label, "BCache Writethrough" */
     double mbs;     /* its figure, MB/s */
+    bool ref_only;  /* `seed_ref`: shown only as [seed X] on the measured row of that label */
 };
 
 struct bench_job {

@@ -67,7 +67,17 @@ struct render_row {
     char val[32];
     double mean;
     bool host_bound;
+    const struct bench_cell *cell; /* measured rows: the cell (model, RSD); NULL for seed rows */
+    double seed;                   /* the seed row of the same label, MB/s; 0 = none */
 };
+
+/* A seed label names a configuration label: equal, or equal up to the member count suffix
+ * (" (4)") that raidkit's labels carry ("RAID 1" names "RAID 1 (4)"). */
+static bool render_same_label(const char *seed, const char *config)
+{
+    size_t n = strlen(seed);
+    return !strncmp(seed, config, n) && (!config[n] || !strncmp(config + n, " (", 2));
+}
 
 /* The rows of job's table: measured configurations, then the suite's seed rows. Returns n. */
 static int render_rows(const struct bench_report *r, int job, struct render_row *rows)
@@ -79,12 +89,21 @@ static int render_rows(const struct bench_report *r, int job, struct render_row 
         const struct bench_cell *cell = &r->cells[c][job];
         snprintf(rows[n].label, sizeof(rows[n].label), "%s", r->configs[c].label);
         rows[n].mean = cell->mean;
+        rows[n].cell = cell;
+        rows[n].seed = 0;
+        for (int i = 0; i < r->suite->jobs[job].nseed; i++)
+            if (render_same_label(r->suite->jobs[job].seed[i].label, r->configs[c].label))
+                rows[n].seed = r->suite->jobs[job].seed[i].mbs;
         rows[n++].host_bound = cell->host_bound;
     }
     const struct bench_job *bj = &r->suite->jobs[job];
     for (int i = 0; i < bj->nseed; i++) {
+        if (bj->seed[i].ref_only)
+            continue;
         snprintf(rows[n].label, sizeof(rows[n].label), "%s (seed)", bj->seed[i].label);
         rows[n].mean = bj->seed[i].mbs;
+        rows[n].cell = NULL;
+        rows[n].seed = 0;
         rows[n++].host_bound = false;
     }
     for (int i = 0; i < n; i++)
@@ -117,13 +136,82 @@ static void render_text_cache(const struct bench_report *r, int job, FILE *f)
     }
 }
 
+/* After the bar of a measured row (the seed layout stays as it is before it): the model's
+ * prediction and the seed's figure of the same label with the ratio measured/seed. Sets *model
+ * when printed, and *noisy when the RSD stayed above BENCH_RSD_LIMIT (the row is named under the
+ * table). */
+static void render_text_extra(const struct render_row *row, FILE *f, bool *noisy, bool *model)
+{
+    const struct bench_cell *cell = row->cell;
+    if (!cell)
+        return;
+    if (cell->model_mbs > 0) {
+        fprintf(f, "  [model %.2f]", cell->model_mbs);
+        *model = true;
+    }
+    if (row->seed > 0)
+        fprintf(f, "  [seed %.2f, x%.2f]", row->seed, row->mean / row->seed);
+    if (cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT)
+        *noisy = true; /* named under the table: the bar line stays as the seed's */
+}
+
+/* The "~ noisy:" line under a table: every row's label, RSD and trial count. */
+static void render_text_noisy(const struct render_row *rows, int n, FILE *f)
+{
+    fprintf(f,
+            "~ noisy: the relative standard deviation stayed above %.1f%% after the most "
+            "trials allowed, the mean is uncertain:",
+            BENCH_RSD_LIMIT);
+    for (int i = 0; i < n; i++) {
+        const struct bench_cell *cell = rows[i].cell;
+        if (cell && cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT)
+            fprintf(f, " %s %.1f%% (%d trials);", rows[i].label, cell->rsd, cell->ntrials);
+    }
+    fputc('\n', f);
+}
+
+/* Lines under a table: how a configuration differs from the study it is compared with (seed 000's
+ * btrfs profiles), once per configuration shown. */
+static void render_text_mapping(const struct bench_report *r, int job, FILE *f)
+{
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_config *bc = &r->configs[c];
+        if (!render_has_row(r, c, job) || strcmp(bc->kind, "raidkit"))
+            continue;
+        if (!strcmp(bc->name, "raid1") && bc->members > 2)
+            fprintf(f,
+                    "%s: a %d-way mirror (every member holds a copy); btrfs RAID-1 keeps 2 "
+                    "copies over the disks, which raid10 matches here.\n",
+                    bc->label, bc->members);
+        else if (!strcmp(bc->name, "linear") && bc->members > 1)
+            fprintf(f,
+                    "%s: concatenation, a test region smaller than one member sits on one "
+                    "member; the seed's \"4 Disks, Non-RAID\" (btrfs single) spreads a file "
+                    "over all disks, which raid0 matches here.\n",
+                    bc->label);
+    }
+}
+
+/* Footer lines explaining the marks used in the table. */
+static void render_text_footer(FILE *f, bool any_hb, bool model)
+{
+    if (any_hb)
+        fprintf(f,
+                "* %s. The figure of a * row is what this host reached, not what the RAID "
+                "layout allows: read the [model] column for that.\n",
+                RENDER_HOST_BOUND_NOTE);
+    if (model)
+        fprintf(f, "[model X]: the MB/s the device model allows for the member I/O the trials "
+                   "caused (docs/BENCHMARKS.md \"Device models\").\n");
+}
+
 int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
 {
     char head[512];
     struct render_row rows[BENCH_MAX_CONFIGS + BENCH_MAX_SEED_ROWS];
     size_t namew = 0, valw = 0;
     double max = 0.0;
-    bool any_hb = false;
+    bool any_hb = false, noisy = false, model = false;
     bench_job_heading(r, job, head, sizeof(head));
     fprintf(f, "%s\nMB/s > Higher Is Better\n", head);
     int n = render_rows(r, job, rows);
@@ -153,10 +241,13 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
             fputs(" *", f);
             any_hb = true;
         }
+        render_text_extra(&rows[i], f, &noisy, &model);
         fputc('\n', f);
     }
-    if (any_hb)
-        fprintf(f, "* %s\n", RENDER_HOST_BOUND_NOTE);
+    render_text_footer(f, any_hb, model);
+    if (noisy)
+        render_text_noisy(rows, n, f);
+    render_text_mapping(r, job, f);
     render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
 }
@@ -241,6 +332,7 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "label", bj->seed[i].label);
         cJSON_AddNumberToObject(x, "mbs", bj->seed[i].mbs);
+        cJSON_AddBoolToObject(x, "ref_only", bj->seed[i].ref_only);
         cJSON_AddItemToArray(seed, x);
     }
     cJSON *res = cJSON_AddArrayToObject(o, "results");

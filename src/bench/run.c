@@ -2,9 +2,11 @@
  * runs the suite's fio trials against it with progress and ETA on stderr, and writes the
  * reports. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bench/bench.h"
@@ -381,17 +383,45 @@ static void run_cleanup_work(struct run_ctx *x)
         rk_warn("bench: could not remove %s: %s", x->work, strerror(errno));
 }
 
-/* Write the report files and print the text (or JSON) report. Returns 0 or -1. */
+/* Before the first trial: the report directory (--out) exists or can be made, and a file can be
+ * created in it, so no results are lost at the end. 0, or -1 after a one-line message. */
+static int run_check_out(const struct bench_opts *o)
+{
+    const char *outdir = o->out ? o->out : "bench-out";
+    char path[1100];
+    snprintf(path, sizeof(path), "%s", outdir);
+    for (char *p = path + 1; *p; p++) { /* mkdir -p, as bench_write_reports does */
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(path, 0755);
+            *p = '/';
+        }
+    }
+    if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "raidkit bench: --out %s: %s\n", outdir, strerror(errno));
+        return -1;
+    }
+    snprintf(path, sizeof(path), "%s/.raidkit-bench-probe.%d", outdir, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "raidkit bench: --out %s: cannot write there: %s\n", outdir,
+                strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(path);
+    return 0;
+}
+
+/* Print the text (or JSON) report, then write the report files (the text is printed even when
+ * writing fails). Returns 0 or -1. */
 static int run_reports(const struct run_ctx *x)
 {
     const struct bench_opts *o = x->o;
     const char *outdir = o->out ? o->out : "bench-out";
     char err[512] = "";
-    if (bench_write_reports(x->rep, outdir, o->formats ? o->formats : BENCH_FMT_ALL, err,
-                            sizeof(err)) < 0) {
-        fprintf(stderr, "raidkit bench: %s\n", err);
-        return -1;
-    }
+    int wr = bench_write_reports(x->rep, outdir, o->formats ? o->formats : BENCH_FMT_ALL, err,
+                                 sizeof(err));
     if (o->json_stdout) {
         char *js = bench_render_json(x->rep);
         if (js) {
@@ -402,6 +432,10 @@ static int run_reports(const struct run_ctx *x)
         bench_render_text(x->rep, stdout);
     }
     fflush(stdout);
+    if (wr < 0) {
+        fprintf(stderr, "raidkit bench: %s\n", err);
+        return -1;
+    }
     fprintf(stderr, "[bench] reports in %s/%s\n", outdir,
             (o->formats & BENCH_FMT_HTML) || !o->formats ? " (report.html)" : "");
     return 0;
@@ -419,6 +453,8 @@ int bench_run(const struct bench_opts *o)
     }
     x.rep = rep;
     ret = run_prepare(&x);
+    if (ret == 0 && run_check_out(o) < 0)
+        ret = 2;
     if (ret != 0 || run_make_work(&x) < 0) {
         ret = ret ? ret : 1;
         goto out;

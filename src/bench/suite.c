@@ -80,6 +80,11 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
         return suite_int(v, 0, 16, &j->warmup);
     } else if (!strcmp(k, "seed_row")) {
         return suite_seed_row(j, v);
+    } else if (!strcmp(k, "seed_ref")) { /* "LABEL | MB/s", only beside the row of LABEL */
+        int r = suite_seed_row(j, v);
+        if (!r)
+            j->seed[j->nseed - 1].ref_only = true;
+        return r;
     } else {
         return -ENOENT;
     }

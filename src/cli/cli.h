@@ -3,6 +3,8 @@
 #ifndef RK_CLI_H
 #define RK_CLI_H
 
+#include <stdbool.h>
+
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 2
@@ -35,5 +37,19 @@ int mgmt_check(const char *cmd, const struct cJSON *reply);
  * null or absent). */
 void cli_cache_print_status(const struct cJSON *cache);
 int cli_assemble(int argc, char **argv);
+int cli_fuse(int argc, char **argv); /* cmd_fuse.c */
+
+struct rk_volume;
+/* A volume assembled from serve's command line (cli_serve_open). */
+struct cli_serve_volume {
+    struct rk_volume *vol; /* open volume; the caller closes it (rk_volume_close) */
+    const char *control;   /* --control PATH or NULL */
+    int threads;           /* --threads N, 0 when not given */
+    bool read_only;        /* --read-only */
+};
+/* Parse argv (argv[0] the command name) with serve's options (cmd_serve.c); after the options,
+ * the first `skip` positionals belong to the caller, the rest are the members; open the volume
+ * into *out. Returns CLI_EXIT_OK, or CLI_EXIT_USAGE/CLI_EXIT_FAIL after a one-line message. */
+int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out);
 
 #endif

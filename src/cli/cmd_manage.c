@@ -541,7 +541,8 @@ int cli_fail(int argc, char **argv)
     return rc;
 }
 
-/* Offline job: report progress (cli_progress) until it ends (polled from 2 ms, doubling to 0.5 s). */
+/* Offline job: report progress (cli_progress) until it ends (polled from 2 ms, doubling to 0.5 s).
+ */
 static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
 {
     struct rk_raid_progress p;

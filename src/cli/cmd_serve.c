@@ -540,3 +540,33 @@ int cli_serve(int argc, char **argv)
     rk_conf_free(&conf);
     return r;
 }
+
+/* Shared with `raidkit fuse` (cmd_fuse.c): serve's options and volume assembly, so both
+ * commands take the same options. The parsed options live in one static struct (the emulation
+ * parameters must outlive the volume). */
+int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out)
+{
+    static struct serve_opts o;
+    o = (struct serve_opts){.no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"}};
+    int r = serve_parse(argc, argv, &o);
+    if (r)
+        return r < 0 ? CLI_EXIT_USAGE : r;
+    int n = argc - optind - skip;
+    if (n <= 0) {
+        fprintf(stderr, "raidkit %s: no members given (see raidkit %s --help)\n", argv[0], argv[0]);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
+        return CLI_EXIT_USAGE;
+    char err[512] = "";
+    r = rk_volume_open((const char *const *)argv + optind + skip, n, &o.oo, &out->vol, err,
+                       sizeof(err));
+    if (r) {
+        fprintf(stderr, "raidkit %s: %s\n", argv[0], err[0] ? err : strerror(-r));
+        return CLI_EXIT_FAIL;
+    }
+    out->control = o.control;
+    out->threads = o.no.threads;
+    out->read_only = o.oo.read_only;
+    return CLI_EXIT_OK;
+}

@@ -31,6 +31,7 @@ static const char main_usage[] =
     "  scrub    check (and --repair) the copies/parity of an array (online or offline)\n"
     "  cache    SSD cache of an array: create, and online mode, detach, attach\n"
     "  assemble find the members of the arrays of the config file by their superblocks\n"
+    "  fuse     assemble the array and export it as one file through FUSE (losetup, mkfs)\n"
     "  bench    run fio suites over RAID configurations and write reports (text, HTML, ...)\n"
     "\n"
     "Options:\n"
@@ -87,6 +88,8 @@ int main(int argc, char **argv)
         return cli_replace(argc - 1, argv + 1);
     if (!strcmp(cmd, "re-add"))
         return cli_readd(argc - 1, argv + 1);
+    if (!strcmp(cmd, "fuse"))
+        return cli_fuse(argc - 1, argv + 1);
     if (!strcmp(cmd, "scrub"))
         return cli_scrub(argc - 1, argv + 1);
     if (!strcmp(cmd, "assemble"))

@@ -255,6 +255,45 @@ static void make_full(struct bench_report *r, struct bench_suite *s)
     bench_report_finish(r);
 }
 
+/* The columns after the bar: [model], [seed X, xR] for a seed row of the same label, "~" for
+ * an RSD above the limit, each explained once under the table; the seed layout before the bar
+ * stays as it is. */
+static void test_text_model_seed_noisy(void **state)
+{
+    (void)state;
+    static const char *const l[] = {"RAID 1", "RAID 0"};
+    static const double v[] = {216.36, 700.00};
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char *buf = NULL;
+    size_t len = 0;
+    make_report(r, s, "3.33", "Random Read", 16384, 64, l, v, 2);
+    s->jobs[0].nseed = 1;
+    snprintf(s->jobs[0].seed[0].label, sizeof(s->jobs[0].seed[0].label), "RAID 1");
+    s->jobs[0].seed[0].mbs = 233.00;
+    r->cells[0][0].model_mbs = 950.0;
+    r->cells[0][0].host_bound = true;
+    r->cells[1][0].ntrials = 4;
+    for (int t = 0; t < 4; t++)
+        r->cells[1][0].trials[t] = 600.0 + 70.0 * t;
+    r->cells[1][0].rsd = bench_rsd(r->cells[1][0].trials, 4);
+    FILE *m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_text_job(r, 0, m), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, "216.36 |"));
+    assert_non_null(strstr(buf, " *  [model 950.00]  [seed 233.00, x0.93]\n"));
+    assert_non_null(strstr(buf, " RAID 0 "));
+    assert_non_null(strstr(buf, "~ noisy: the relative standard deviation stayed above 3.5%"));
+    assert_non_null(strstr(buf, "% (4 trials);"));
+    assert_non_null(strstr(buf, "RAID 1 (seed) ."));
+    assert_non_null(strstr(buf, " 233.00 |"));
+    assert_non_null(strstr(buf, "read the [model] column"));
+    assert_non_null(strstr(buf, "[model X]: the MB/s the device model allows"));
+    free(buf);
+    free(r);
+    free(s);
+}
+
 static void test_host_bound_and_stats(void **state)
 {
     (void)state;
@@ -416,6 +455,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_matches_seed_layout),
+        cmocka_unit_test(test_text_model_seed_noisy),
         cmocka_unit_test(test_host_bound_and_stats),
         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_svg_html),
