@@ -16,6 +16,7 @@
 
 #include "cli/cli.h"
 #include "core/util.h"
+#include "raidkit/member_nbd.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 
@@ -509,7 +510,9 @@ int cli_replace(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char abs[PATH_MAX];
-    if (!realpath(o.with, abs)) {
+    if (rk_member_is_uri(o.with)) /* a remote member's URI is used as given */
+        snprintf(abs, sizeof(abs), "%s", o.with);
+    else if (!realpath(o.with, abs)) {
         fprintf(stderr, "raidkit replace: new member %s: %s\n", o.with, strerror(errno));
         return CLI_EXIT_FAIL;
     }
@@ -617,7 +620,9 @@ int cli_readd(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char abs[PATH_MAX], err[600] = "", note[300] = "";
-    if (!realpath(argv[optind], abs)) {
+    if (rk_member_is_uri(argv[optind]))
+        snprintf(abs, sizeof(abs), "%s", argv[optind]);
+    else if (!realpath(argv[optind], abs)) {
         fprintf(stderr, "raidkit re-add: member %s: %s\n", argv[optind], strerror(errno));
         return CLI_EXIT_FAIL;
     }

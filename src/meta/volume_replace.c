@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "raidkit/member.h"
+#include "raidkit/member_nbd.h"
 
 /* Is path the same file as a current member? Returns the slot or -1. */
 static int vol_same_file(struct rk_volume *v, const char *path)
@@ -183,7 +184,7 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
     /* The slot's failed member file itself (still open, locked): only a re-add can take it. */
     if (vol_same_file(v, path) == (int)slot)
         return rk_volume_readd(v, slot, path, rate, NULL, 0, err, errlen);
-    r = rk_file_open(path, v->file_flags, &dev);
+    r = rk_member_open(path, v->file_flags, &dev);
     if (r < 0) {
         dev = NULL;
         rk_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
