@@ -37,9 +37,13 @@ int rk_member_open(const char *path, uint32_t flags, struct rk_dev **out);
  * the superblock's event counter protects a remote member from a second user (docs/CLI.md).
  * Errors: -EINVAL malformed URI, -ECONNREFUSED / -ENOENT unreachable server or socket, -EROFS a
  * writable open of a read-only export, -EPROTONOSUPPORT raidkit built without libnbd; the
- * reason is logged as one line naming the URI.
+ * reason (libnbd's message) is kept for rk_nbd_last_error(). Nothing is logged.
  */
 int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out);
+
+/* One-line reason of the calling thread's last failed rk_nbd_open (libnbd's message, e.g.
+ * "nbd_connect_uri: connect: No such file or directory"); "" before any failure. */
+const char *rk_nbd_last_error(void);
 
 /* Connection state of an nbd member: "connected", "disconnected", "timed-out" or "closing";
  * NULL when dev is not an nbd member. */

@@ -168,6 +168,10 @@ static void mgmt_print_status(const cJSON *st)
             printf("          reads %.0f (%.1f MiB), writes %.0f (%.1f MiB), errors %.0f\n",
                    mgmt_num(io, "reads"), mgmt_num(io, "read_bytes") / MiB, mgmt_num(io, "writes"),
                    mgmt_num(io, "write_bytes") / MiB, mgmt_num(io, "errors"));
+        const cJSON *conn = cJSON_GetObjectItem(it, "connection"); /* remote (nbd) members */
+        if (cJSON_IsString(conn))
+            printf("          nbd member, %s, mean latency %.0f us\n", conn->valuestring,
+                   mgmt_num(it, "latency_us"));
     }
     mgmt_job_line(cJSON_GetObjectItem(st, "job"), line, sizeof(line));
     printf("job:      %s\n", line);

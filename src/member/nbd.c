@@ -41,11 +41,11 @@ struct nbd_req;
 struct nbd_priv {
     struct nbd_handle *h;
     pthread_t thread;
-    int wake[2];           /* pipe: submitters poke the completion thread */
-    pthread_mutex_t lock;  /* in-flight list, state */
-    struct nbd_req *head;  /* in-flight requests, oldest first */
+    int wake[2];          /* pipe: submitters poke the completion thread */
+    pthread_mutex_t lock; /* in-flight list, state */
+    struct nbd_req *head; /* in-flight requests, oldest first */
     struct nbd_req *tail;
-    _Atomic int state;     /* enum nbd_state */
+    _Atomic int state; /* enum nbd_state */
     bool can_fua, can_flush, can_trim, can_zero;
     uint64_t timeout_ns;
     _Atomic uint64_t done, lat_ns; /* completed requests and their summed latency */
@@ -56,12 +56,12 @@ struct nbd_priv {
 struct nbd_req {
     struct nbd_req *prev, *next;
     struct nbd_priv *p;
-    struct rk_io *io;       /* asynchronous request, or NULL for a synchronous one */
-    struct nbd_sync *sync;  /* synchronous waiter, or NULL */
+    struct rk_io *io;      /* asynchronous request, or NULL for a synchronous one */
+    struct nbd_sync *sync; /* synchronous waiter, or NULL */
     uint64_t start_ns;
-    bool listed;            /* still on the in-flight list (not yet completed) */
-    _Atomic int refs;       /* libnbd's (free callback) and the issuer's */
-    void *zero_buf;         /* write-zeroes emulated with a write of zeros */
+    bool listed;      /* still on the in-flight list (not yet completed) */
+    _Atomic int refs; /* libnbd's (free callback) and the issuer's */
+    void *zero_buf;   /* write-zeroes emulated with a write of zeros */
 };
 
 struct nbd_sync {
@@ -374,8 +374,8 @@ static int nbd_zero_op(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t 
 static void nbd_submit_op(struct rk_dev *dev, struct rk_io *io)
 {
     struct nbd_priv *p = dev->priv;
-    bool no_op = (io->op == RK_OP_FLUSH && !p->can_flush) ||
-                 (io->op == RK_OP_DISCARD && !p->can_trim);
+    bool no_op =
+        (io->op == RK_OP_FLUSH && !p->can_flush) || (io->op == RK_OP_DISCARD && !p->can_trim);
     if (no_op) {
         rk_io_complete(io, atomic_load(&p->state) == NBD_ST_CONNECTED ? 0 : -EIO);
         return;
@@ -455,6 +455,9 @@ static int nbd_connect(struct nbd_priv *p, const char *uri, uint32_t flags, uint
     return 0;
 }
 
+/* Why the calling thread's last rk_nbd_open failed (rk_nbd_last_error). */
+static _Thread_local char last_err[300];
+
 int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out)
 {
     struct nbd_priv *p = calloc(1, sizeof(*p));
@@ -487,8 +490,7 @@ int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out)
         r = -pthread_create(&p->thread, NULL, nbd_thread, p);
     }
     if (r) {
-        if (err[0])
-            rk_err("nbd member %s: %s", uri, err);
+        snprintf(last_err, sizeof(last_err), "%s", err[0] ? err : strerror(-r));
         free(dev);
         if (p) {
             if (p->h)
@@ -525,11 +527,14 @@ double rk_nbd_mean_latency_us(const struct rk_dev *dev)
 
 #else /* !RAIDKIT_HAVE_LIBNBD */
 
+static _Thread_local char last_err[300];
+
 int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out)
 {
     (void)flags;
     (void)out;
-    rk_err("member %s: raidkit was built without libnbd (install libnbd-dev and rebuild)", uri);
+    snprintf(last_err, sizeof(last_err),
+             "raidkit was built without libnbd (install libnbd-dev and rebuild)");
     return -EPROTONOSUPPORT;
 }
 
@@ -543,6 +548,11 @@ double rk_nbd_mean_latency_us(const struct rk_dev *dev)
     return 0;
 }
 #endif
+
+const char *rk_nbd_last_error(void)
+{
+    return last_err;
+}
 
 bool rk_member_is_uri(const char *path)
 {

@@ -437,8 +437,7 @@ static int create_check_members(struct create_member *cm, const char *const *pat
             bool same = strcmp(cm[i].path, cm[j].path) == 0 ||
                         (!cm[i].exists && !cm[j].exists && !strcmp(cm[i].canon, cm[j].canon)) ||
                         (cm[i].exists && cm[j].exists && !cm[i].uri && !cm[j].uri &&
-                         cm[i].st.st_dev == cm[j].st.st_dev &&
-                         cm[i].st.st_ino == cm[j].st.st_ino);
+                         cm[i].st.st_dev == cm[j].st.st_dev && cm[i].st.st_ino == cm[j].st.st_ino);
             if (same) {
                 r = -EINVAL;
                 rk_set_err(err, errlen, "member %s is given twice (as member %d and %d)",

@@ -18,7 +18,7 @@ int create_uri_check(const char *uri, bool force, size_t probe_len,
     struct rk_dev *dev = NULL;
     int r = rk_nbd_open(uri, 0, &dev);
     if (r) {
-        rk_set_err(err, errlen, "member %s: cannot connect: %s", uri, strerror(-r));
+        rk_set_err(err, errlen, "member %s: cannot connect: %s", uri, rk_nbd_last_error());
         return r;
     }
     rk_warn("member %s is remote: no lock protects it from a second user; only the "
@@ -43,8 +43,8 @@ int create_uri_check(const char *uri, bool force, size_t probe_len,
     return r;
 }
 
-int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t off,
-                     const char *what, char *err, size_t errlen)
+int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t off, const char *what,
+                     char *err, size_t errlen)
 {
     struct rk_dev *dev = NULL;
     int r = rk_nbd_open(uri, 0, &dev);

@@ -18,8 +18,8 @@ int create_uri_check(const char *uri, bool force, size_t probe_len,
 
 /* Write len bytes of buf at byte offset off of the URI member, then flush. 0 or -errno with a
  * message (what names the data: "the superblock") in err. */
-int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t off,
-                     const char *what, char *err, size_t errlen);
+int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t off, const char *what,
+                     char *err, size_t errlen);
 
 /* Make [off, off+len) of the URI member read back zeroes (NBD write-zeroes when the server has
  * it, else written zeros), in pieces of at most 32 MiB, then flush. 0 or -errno. */

@@ -194,7 +194,8 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
             m->dev = NULL;
             m->rc = r;
             m->cls = META_UNREADABLE;
-            snprintf(m->reason, sizeof(m->reason), "cannot open: %s", strerror(-r));
+            snprintf(m->reason, sizeof(m->reason), "cannot open: %s",
+                     rk_member_is_uri(paths[i]) ? rk_nbd_last_error() : strerror(-r));
             continue;
         }
         r = meta_read_sb(m->dev, &m->sb, m->reason, sizeof(m->reason));
