@@ -17,6 +17,12 @@
 static int vol_same_file(struct rk_volume *v, const char *path)
 {
     struct stat a, b;
+    if (rk_member_is_uri(path)) { /* a remote member: the same URI string */
+        for (uint32_t i = 0; i < v->sb.members; i++)
+            if (v->paths[i] && !strcmp(v->paths[i], path))
+                return (int)i;
+        return -1;
+    }
     if (stat(path, &a))
         return -1;
     for (uint32_t i = 0; i < v->sb.members; i++)

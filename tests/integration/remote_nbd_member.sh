@@ -5,6 +5,8 @@
 #     local member's superblock records it) and fio finishes without an error on the degraded
 #     array. (2) nested: the remote member is another `raidkit serve` (raid0 of one file).
 # (3) a server that stops answering: the per-request timeout fails the member.
+# (5) a killed nbdkit (file plugin) comes back: `raidkit re-add` resyncs only the bitmap's
+#     regions, then the remote member alone serves the data correctly.
 # (4) bad input: a malformed URI, an unreachable socket -> one line naming the URI, exit 1,
 #     the local member untouched.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
@@ -94,6 +96,32 @@ mg_status
 [ "$(mg_slot_state 1)" = failed ] || rk_fail "slow slot 1 not failed: $(cat "$T/st.json")"
 [ "$(mg_q "s['slots'][1]['connection']")" = timed-out ] || rk_fail "slow slot 1: $(cat "$T/st.json")"
 grep -q "not answered within the timeout" "$RK_LOG" || rk_fail "no timeout message in the log"
+rk_stop
+nbdkit_kill
+
+# --- (5) re-add: the server comes back, the member is re-added through the bitmap
+rk_log "=== (5) nbdkit file member killed, restarted, re-added (bitmap) while serving"
+truncate -s 64M "$T/local5" "$T/remote5"
+nbdkit_start "$T/nk5.sock" file "$T/remote5"
+U5="nbd+unix:///?socket=$T/nk5.sock"
+rk_create --level raid1 "$T/local5" "$U5"
+CTL="$T/ctl5.sock"
+rk_serve --control "$CTL" "$T/local5" "$U5"
+rk_fio w1 --rw=write --bs=64k --size=32M --verify=crc32c --do_verify=0
+nbdkit_kill
+rm -f "$T/nk5.sock"
+rk_fio w2 --rw=randwrite --bs=4k --offset=4M --size=4M --verify=crc32c --do_verify=1 --verify_fatal=1
+mg_status
+[ "$(mg_slot_state 1)" = failed ] || rk_fail "slot 1 not failed after nbdkit died: $(cat "$T/st.json")"
+nbdkit_start "$T/nk5.sock" file "$T/remote5"
+"$RAIDKIT" re-add --slot 1 "$U5" --control "$CTL" --wait >"$T/readd.out" 2>&1 ||
+    rk_fail "re-add of the returning URI member: $(cat "$T/readd.out")"
+grep -q "bitmap" "$T/readd.out" || rk_fail "re-add did not use the bitmap: $(cat "$T/readd.out")"
+mg_status
+[ "$(mg_slot_state 1)" = active ] || rk_fail "slot 1 not active after re-add: $(cat "$T/st.json")"
+[ "$(mg_q "s['slots'][1]['connection']")" = connected ] || rk_fail "slot 1 not connected after re-add"
+mg_fail 0 # the remote member alone must now hold every byte
+rk_fio v2 --rw=randwrite --bs=4k --offset=4M --size=4M --verify=crc32c --verify_only=1 --verify_fatal=1
 rk_stop
 nbdkit_kill
 
