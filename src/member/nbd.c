@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -259,6 +260,12 @@ static void expire(struct nbd_priv *p)
         if (!old)
             return;
         mark_dead(p, NBD_ST_TIMED_OUT, "a request was not answered within the timeout");
+        /* The caller may reuse the buffer once its request fails: cut the socket so a late
+         * reply is never read into it (libnbd then retires every command with an error). This
+         * thread is the only reader of replies, so none is being read now. */
+        int fd = nbd_aio_get_fd(p->h);
+        if (fd >= 0)
+            shutdown(fd, SHUT_RDWR);
         req_finish(q, -ETIMEDOUT);
         req_put(q);
     }
