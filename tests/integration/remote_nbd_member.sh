@@ -32,7 +32,7 @@ nbdkit_start()
     rk_fail "nbdkit $* did not listen on $sock"
 }
 nbdkit_kill() { kill -KILL "$NBDKIT_PID" 2>/dev/null; wait "$NBDKIT_PID" 2>/dev/null; NBDKIT_PID=""; }
-trap '[ -n "$NBDKIT_PID" ] && kill -KILL "$NBDKIT_PID" 2>/dev/null; rk_cleanup' EXIT
+trap 'rc=$?; [ -n "$NBDKIT_PID" ] && kill -KILL "$NBDKIT_PID" 2>/dev/null; (exit $rc); rk_cleanup' EXIT
 
 # --- (1) nbdkit member killed mid-run
 rk_log "=== (1) raid1: local file + nbdkit memory member, nbdkit killed during fio"
@@ -83,21 +83,23 @@ kill -TERM "$INNER"
 wait "$INNER" || rk_fail "inner serve exited with $?"
 
 # --- (3) a server that stops answering: per-request timeout
-rk_log "=== (3) timeout: nbdkit with a 5 s write delay, RAIDKIT_NBD_MEMBER_TIMEOUT_MS=500"
+rk_log "=== (3) timeout: nbdkit stopped (SIGSTOP) while serving, RAIDKIT_NBD_MEMBER_TIMEOUT_MS=1000"
 truncate -s 64M "$T/local3"
-nbdkit_start "$T/slow.sock" --filter=delay memory 64M wdelay=5
+nbdkit_start "$T/slow.sock" memory 64M
 U3="nbd+unix:///?socket=$T/slow.sock"
-rk_create --level raid1 --assume-clean "$T/local3" "$U3" 2>/dev/null ||
-    rk_create --level raid1 "$T/local3" "$U3"
+rk_create --level raid1 "$T/local3" "$U3"
 CTL="$T/ctl3.sock"
-RAIDKIT_NBD_MEMBER_TIMEOUT_MS=500 rk_serve --control "$CTL" "$T/local3" "$U3"
-rk_fio slow --rw=write --bs=64k --size=1M --iodepth=4 --verify=crc32c --do_verify=1 --verify_fatal=1
+RAIDKIT_NBD_MEMBER_TIMEOUT_MS=1000 rk_serve --control "$CTL" "$T/local3" "$U3"
+kill -STOP "$NBDKIT_PID"
+rk_fio slow --rw=write --bs=64k --size=2M --iodepth=4 --verify=crc32c --do_verify=1 --verify_fatal=1
 mg_status
-[ "$(mg_slot_state 1)" = failed ] || rk_fail "slow slot 1 not failed: $(cat "$T/st.json")"
-[ "$(mg_q "s['slots'][1]['connection']")" = timed-out ] || rk_fail "slow slot 1: $(cat "$T/st.json")"
+[ "$(mg_slot_state 1)" = failed ] || rk_fail "stopped server's slot 1 not failed: $(cat "$T/st.json")"
+[ "$(mg_q "s['slots'][1]['connection']")" = timed-out ] || rk_fail "slot 1: $(cat "$T/st.json")"
 grep -q "not answered within the timeout" "$RK_LOG" || rk_fail "no timeout message in the log"
 rk_stop
+kill -CONT "$NBDKIT_PID"
 nbdkit_kill
+rk_expect_slot_failed 1 "$T/local3"
 
 # --- (5) re-add: the server comes back, the member is re-added through the bitmap
 rk_log "=== (5) nbdkit file member killed, restarted, re-added (bitmap) while serving"
