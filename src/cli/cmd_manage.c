@@ -19,6 +19,7 @@
 #include "cli/report.h"
 #include "core/util.h"
 #include "ctl/control.h"
+#include "raidkit/member_nbd.h"
 #include "raidkit/raid.h"
 #include "raidkit/volume.h"
 
@@ -177,6 +178,10 @@ static void mgmt_print_status(const cJSON *st)
             printf("          reads %.0f (%.1f MiB), writes %.0f (%.1f MiB), errors %.0f\n",
                    mgmt_num(io, "reads"), mgmt_num(io, "read_bytes") / MiB, mgmt_num(io, "writes"),
                    mgmt_num(io, "write_bytes") / MiB, mgmt_num(io, "errors"));
+        const cJSON *conn = cJSON_GetObjectItem(it, "connection"); /* remote (nbd) members */
+        if (cJSON_IsString(conn))
+            printf("          nbd member, %s, mean latency %.0f us\n", conn->valuestring,
+                   mgmt_num(it, "latency_us"));
     }
     mgmt_job_line(cJSON_GetObjectItem(st, "job"), line, sizeof(line));
     printf("job:      %s\n", line);
@@ -600,7 +605,9 @@ int cli_replace(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char abs[PATH_MAX];
-    if (!realpath(o.with, abs)) {
+    if (rk_member_is_uri(o.with)) /* a remote member's URI is used as given */
+        snprintf(abs, sizeof(abs), "%s", o.with);
+    else if (!realpath(o.with, abs)) {
         fprintf(stderr, "raidkit replace: new member %s: %s\n", o.with, strerror(errno));
         return CLI_EXIT_FAIL;
     }
@@ -722,7 +729,9 @@ int cli_readd(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char abs[PATH_MAX], err[600] = "", note[300] = "";
-    if (!realpath(argv[optind], abs)) {
+    if (rk_member_is_uri(argv[optind]))
+        snprintf(abs, sizeof(abs), "%s", argv[optind]);
+    else if (!realpath(argv[optind], abs)) {
         fprintf(stderr, "raidkit re-add: member %s: %s\n", argv[optind], strerror(errno));
         return CLI_EXIT_FAIL;
     }

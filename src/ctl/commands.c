@@ -15,6 +15,7 @@
 #include "ctl/commands_cache.h"
 #include "meta/volume_cache_layer.h"
 #include "meta/volume_status.h"
+#include "raidkit/member_nbd.h"
 #include "raidkit/raid.h"
 
 static const char *ctl_job_kind(int k)
@@ -330,7 +331,7 @@ static char *ctl_replace(struct rk_volume *v, const cJSON *req)
     const cJSON *with = cJSON_GetObjectItemCaseSensitive(req, "with");
     if (!cJSON_IsString(with) || !with->valuestring[0])
         return rk_control_error("replace needs \"with\": the new member's path");
-    if (with->valuestring[0] != '/')
+    if (with->valuestring[0] != '/' && !rk_member_is_uri(with->valuestring))
         return rk_control_error("replace: \"with\" must be an absolute path, got '%s'",
                                 with->valuestring);
     if (ctl_rate(req, "replace", &rate, &reply))
@@ -353,7 +354,7 @@ static char *ctl_readd(struct rk_volume *v, const cJSON *req)
     if (ctl_slot(v, req, "re-add", &slot, &reply))
         return reply;
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(req, "member");
-    if (!cJSON_IsString(m) || m->valuestring[0] != '/')
+    if (!cJSON_IsString(m) || (m->valuestring[0] != '/' && !rk_member_is_uri(m->valuestring)))
         return rk_control_error("re-add needs \"member\": the returning member's absolute path");
     if (ctl_rate(req, "re-add", &rate, &reply))
         return reply;

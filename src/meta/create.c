@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "raidkit/member_nbd.h"
+#include "meta/create_uri.h"
 #include "meta/meta_int.h"
 #include "meta/probe.h"
 #include "raid/bitmap_disk.h"
@@ -30,6 +32,7 @@ struct create_member {
     const char *path;
     bool exists;
     bool blockdev;
+    bool uri; /* an NBD URI member (create_uri.c), exists is then true */
     struct stat st;
     uint64_t cur_size; /* current size (0 when it does not exist) */
     uint64_t size;     /* size after create/extend */
@@ -142,7 +145,12 @@ static int create_check_member(struct create_member *c, const struct rk_create_o
 {
     int fd = -1, r = 0;
 
-    if (stat(c->path, &c->st) < 0) {
+    if (rk_member_is_uri(c->path)) {
+        c->uri = c->exists = true;
+        r = create_uri_check(c->path, o->force, CREATE_PROBE_LEN, rk_probe_signature, &c->size, err,
+                             errlen);
+        c->cur_size = c->size;
+    } else if (stat(c->path, &c->st) < 0) {
         r = -errno;
         if (r != -ENOENT) {
             rk_set_err(err, errlen, "member %s: cannot access: %s", c->path, strerror(-r));
@@ -186,6 +194,17 @@ static int create_write_member(const struct create_member *c, const struct rk_sb
 {
     int r = 0;
     uint8_t *zero = NULL;
+    if (c->uri) {
+        uint8_t sbuf[RK_SB_SIZE];
+        rk_sb_encode(sb, sbuf);
+        r = create_uri_zero(c->path, sb->data_offset - RK_SB_SIZE, RK_SB_SIZE);
+        if (r) {
+            rk_set_err(err, errlen, "member %s: cannot clear the metadata area: %s", c->path,
+                       strerror(-r));
+            return r;
+        }
+        return create_uri_write(c->path, sbuf, sizeof(sbuf), 0, "the superblock", err, errlen);
+    }
     int fd = open(c->path, O_RDWR | O_CLOEXEC | (c->exists ? 0 : O_CREAT | O_EXCL), 0644);
     if (fd < 0) {
         r = -errno;
@@ -256,6 +275,14 @@ static bool create_zero_data(const struct create_member *c, const struct rk_crea
         end = end < c->cur_size ? end : c->cur_size; /* beyond: holes from ftruncate */
     if (!c->exists || end <= start)
         return true;
+    if (c->uri) {
+        int ur = create_uri_zero(c->path, end - start, start);
+        if (ur)
+            rk_warn("member %s: cannot zero its data area (%s): the first serve runs an initial "
+                    "sync",
+                    c->path, strerror(-ur));
+        return ur == 0;
+    }
     int fd = open(c->path, O_RDWR | O_CLOEXEC), r = 0;
     /* Tests only (docs/CLI.md "create"): behave as if the member could not be zeroed. */
     const char *nz = getenv("RAIDKIT_TEST_NO_ZERO");
@@ -330,6 +357,12 @@ static int create_write_bitmap(const struct create_member *c, const struct rk_sb
                           .events = 1};
     memcpy(h.uuid, sb->array_uuid, RK_UUID_LEN);
     rk_bm_encode(&h, area, sb->bitmap_size);
+    if (c->uri) {
+        int ur = create_uri_write(c->path, area, sb->bitmap_size, sb->bitmap_offset,
+                                  "the write-intent bitmap", err, errlen);
+        free(area);
+        return ur;
+    }
     int r = 0, fd = open(c->path, O_RDWR | O_CLOEXEC);
     if (fd < 0 ||
         pwrite(fd, area, (size_t)sb->bitmap_size, (off_t)sb->bitmap_offset) !=
@@ -386,8 +419,8 @@ static int create_check_members(struct create_member *cm, const char *const *pat
         for (int j = 0; j < i; j++) {
             bool same = strcmp(cm[i].path, cm[j].path) == 0 ||
                         (!cm[i].exists && !cm[j].exists && !strcmp(cm[i].canon, cm[j].canon)) ||
-                        (cm[i].exists && cm[j].exists && cm[i].st.st_dev == cm[j].st.st_dev &&
-                         cm[i].st.st_ino == cm[j].st.st_ino);
+                        (cm[i].exists && cm[j].exists && !cm[i].uri && !cm[j].uri &&
+                         cm[i].st.st_dev == cm[j].st.st_dev && cm[i].st.st_ino == cm[j].st.st_ino);
             if (same) {
                 r = -EINVAL;
                 rk_set_err(err, errlen, "member %s is given twice (as member %d and %d)",

@@ -1,5 +1,7 @@
 /* rk_volume_info: read the superblocks of member files without assembling and describe the array,
  * each member and every problem found, as text for people or JSON for scripts. */
+#include "raidkit/member.h"
+#include "raidkit/member_nbd.h"
 #include "raidkit/volume.h"
 
 #include <errno.h>
@@ -79,15 +81,12 @@ static int info_check_bitmap(const struct meta_member *m, char *err, size_t errl
     if (!sb->bitmap_offset || !sb->bitmap_size || sb->bitmap_size > (1u << 20))
         return 0;
     uint8_t *area = malloc(sb->bitmap_size);
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
-    int r = 0;
-    if (!area || fd < 0) {
-        r = area ? -errno : -ENOMEM;
+    struct rk_dev *dev = NULL; /* a file or an NBD URI member (rk_member_open) */
+    int r = area ? rk_member_open(m->path, RK_FILE_READ_ONLY | RK_FILE_BUFFERED, &dev) : -ENOMEM;
+    if (r) {
         snprintf(err, errlen, "cannot read: %s", strerror(-r));
-    } else if (pread(fd, area, sb->bitmap_size, (off_t)sb->bitmap_offset) !=
-               (ssize_t)sb->bitmap_size) {
-        r = -EIO;
-        snprintf(err, errlen, "short read");
+    } else if ((r = rk_dev_read(dev, area, sb->bitmap_size, sb->bitmap_offset)) != 0) {
+        snprintf(err, errlen, "cannot read: %s", strerror(-r));
     } else {
         struct rk_bm_hdr h;
         r = rk_bm_decode(area, sb->bitmap_size, 0, &h, err, errlen);
@@ -96,8 +95,7 @@ static int info_check_bitmap(const struct meta_member *m, char *err, size_t errl
             r = -EINVAL;
         }
     }
-    if (fd >= 0)
-        close(fd);
+    rk_dev_close(dev);
     free(area);
     return r;
 }

@@ -11,6 +11,7 @@
 
 #include "core/util.h"
 #include "raidkit/member.h"
+#include "raidkit/member_nbd.h"
 
 int meta_read_sb(struct rk_dev *dev, struct rk_sb *sb, char *err, size_t errlen)
 {
@@ -188,12 +189,13 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
     for (int i = 0; i < n; i++) {
         struct meta_member *m = &s->m[i];
         m->path = paths[i];
-        int r = rk_file_open(paths[i], flags, &m->dev);
+        int r = rk_member_open(paths[i], flags, &m->dev);
         if (r < 0) {
             m->dev = NULL;
             m->rc = r;
             m->cls = META_UNREADABLE;
-            snprintf(m->reason, sizeof(m->reason), "cannot open: %s", strerror(-r));
+            snprintf(m->reason, sizeof(m->reason), "cannot open: %s",
+                     rk_member_is_uri(paths[i]) ? rk_nbd_last_error() : strerror(-r));
             continue;
         }
         r = meta_read_sb(m->dev, &m->sb, m->reason, sizeof(m->reason));

@@ -13,6 +13,7 @@
 
 #include "core/util.h"
 #include "raidkit/member.h"
+#include "raidkit/member_nbd.h"
 
 /* The slot the member UUID u is recorded for in the slot table, or -1. */
 static int readd_slot_of(const struct rk_volume *v, const uint8_t *u)
@@ -159,7 +160,7 @@ static int readd_open(struct rk_volume *v, uint32_t slot, const char *path, stru
     pthread_mutex_unlock(&v->lock);
     if (*borrowed)
         return 0;
-    int r = rk_file_open(path, v->file_flags, dev);
+    int r = rk_member_open(path, v->file_flags, dev);
     if (r < 0) {
         *dev = NULL;
         rk_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));

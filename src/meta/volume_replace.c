@@ -11,11 +11,18 @@
 
 #include "core/util.h"
 #include "raidkit/member.h"
+#include "raidkit/member_nbd.h"
 
 /* Is path the same file as a current member? Returns the slot or -1. */
 static int vol_same_file(struct rk_volume *v, const char *path)
 {
     struct stat a, b;
+    if (rk_member_is_uri(path)) { /* a remote member: the same URI string */
+        for (uint32_t i = 0; i < v->sb.members; i++)
+            if (v->paths[i] && !strcmp(v->paths[i], path))
+                return (int)i;
+        return -1;
+    }
     if (stat(path, &a))
         return -1;
     for (uint32_t i = 0; i < v->sb.members; i++)
@@ -183,7 +190,7 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
     /* The slot's failed member file itself (still open, locked): only a re-add can take it. */
     if (vol_same_file(v, path) == (int)slot)
         return rk_volume_readd(v, slot, path, rate, NULL, 0, err, errlen);
-    r = rk_file_open(path, v->file_flags, &dev);
+    r = rk_member_open(path, v->file_flags, &dev);
     if (r < 0) {
         dev = NULL;
         rk_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));

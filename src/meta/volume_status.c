@@ -7,6 +7,7 @@
 
 #include "meta/volume_cache_layer.h"
 #include "meta/volume_int.h"
+#include "raidkit/member_nbd.h"
 
 /* The live state of slot i: the engine's, else the recorded one; active without a device is
  * missing. */
@@ -42,6 +43,12 @@ static cJSON *vol_slot_tree(struct rk_volume *v, uint32_t i, int st)
         cJSON_AddStringToObject(o, "rejoin", v->rejoin[i]);
     if (v->file[i])
         cJSON_AddStringToObject(o, "io_mode", v->file[i]->direct ? "direct" : "buffered");
+    if (v->file[i]) /* member kind: "file" or "nbd" (docs/CLI.md "Member URIs") */
+        cJSON_AddStringToObject(o, "kind", v->file[i]->ops->kind);
+    if (v->file[i] && rk_nbd_state(v->file[i])) {
+        cJSON_AddStringToObject(o, "connection", rk_nbd_state(v->file[i]));
+        cJSON_AddNumberToObject(o, "latency_us", rk_nbd_mean_latency_us(v->file[i]));
+    }
     return o;
 }
 
