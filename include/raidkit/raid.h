@@ -307,6 +307,14 @@ struct rk_raid_bitmap_stats {
 /* Fill *s (all zero without a bitmap). Returns 0 or -EINVAL. */
 int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s);
 
+/* Set, durably on the members, the bit of every region set in bits (nregions bits, the area's
+ * bit encoding: bit i is bits[i / 8] >> (i % 8)), e.g. the regions a returning member wrote on
+ * its own while away (re-add, docs/FORMAT.md "Re-add"). Returns once the area holding them is
+ * written (FUA). The bits stay set as any other set bit (cleared lazily once no slot is away).
+ * Returns 0, -EINVAL (not a raid device, nregions differs from the bitmap's), -ENOENT (no
+ * on-disk bitmap), -EIO (the area write failed). */
+int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregions);
+
 /*
  * Start a resync (job kind RK_JOB_RESYNC) in a background thread at rate bytes/s (0 =
  * unlimited): full = every region from member data offset from (rounded down to the region),

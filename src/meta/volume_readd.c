@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "core/util.h"
+#include "raid/bitmap_disk.h"
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
 
@@ -90,6 +91,41 @@ static bool readd_needs_full(struct rk_volume *v, uint32_t slot, const struct rk
         return false;
     }
     return true;
+}
+
+/*
+ * Mark in the array's bitmap (durably) every region the returning member's own bitmap marks:
+ * what it wrote while away without the array knowing (it was served on its own, degraded, so
+ * it cleared no bit: a split brain), which the array's bitmap cannot name. False with why when
+ * its area cannot be read or is invalid (then it is rebuilt whole). Called without v->lock.
+ */
+static bool readd_member_bits(struct rk_volume *v, struct rk_dev *dev, int *ret, char *why,
+                              size_t len)
+{
+    char err[120] = "";
+    struct rk_bm_hdr h;
+    uint64_t nregions = (vol_max_data(v) + v->sb.bitmap_region - 1) / v->sb.bitmap_region;
+    uint8_t *area = rk_buf_alloc(v->sb.bitmap_size);
+    *ret = 0;
+    if (!area) {
+        *ret = -ENOMEM;
+        return true;
+    }
+    int r = rk_dev_read(dev, area, v->sb.bitmap_size, v->sb.bitmap_offset);
+    if (r)
+        snprintf(err, sizeof(err), "%s", strerror(-r));
+    else
+        r = rk_bm_decode(area, v->sb.bitmap_size, nregions, &h, err, sizeof(err));
+    if (!r && (h.region != v->sb.bitmap_region || memcmp(h.uuid, v->sb.array_uuid, 16))) {
+        snprintf(err, sizeof(err), "region or array UUID differs from the superblock");
+        r = -EINVAL;
+    }
+    if (!r)
+        *ret = rk_raid_bitmap_mark(v->raid, area + RK_BM_HDR_SIZE, nregions);
+    free(area);
+    if (r)
+        snprintf(why, len, "its own write-intent bitmap is not valid (%s)", err);
+    return r == 0;
 }
 
 /*
@@ -178,7 +214,15 @@ static int readd_dev(struct rk_volume *v, uint32_t slot, const char *path, struc
     pthread_mutex_lock(&v->lock);
     bool full = readd_needs_full(v, slot, msb, why, sizeof(why));
     pthread_mutex_unlock(&v->lock);
-    int r = readd_record(v, slot, path, *dev, !full, err, errlen);
+    int r = 0;
+    if (!full && !readd_member_bits(v, *dev, &r, why, sizeof(why)))
+        full = true;
+    if (r) {
+        rk_set_err(err, errlen, "cannot mark the regions %s wrote while away: %s", path,
+                   strerror(-r));
+        return r;
+    }
+    r = readd_record(v, slot, path, *dev, !full, err, errlen);
     if (r)
         return r;
     struct rk_dev *member = *dev;

@@ -411,6 +411,33 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     return 0;
 }
 
+int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregions)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || !bits)
+        return -EINVAL;
+    struct raid_bitmap *bm = r->bm;
+    if (!bm || !bm->area_off)
+        return -ENOENT;
+    if (nregions != bm->nregions)
+        return -EINVAL;
+    bool need = false;
+    pthread_mutex_lock(&bm->lock);
+    for (uint64_t i = 0; i < nregions; i++)
+        if (((bits[i / 8] >> (i % 8)) & 1) && !(atomic_load(&bm->state[i]) & BM_SET)) {
+            bm_bit(bm, i, true); /* on disk first, then BM_SET (writers then skip the sync) */
+            need = true;
+        }
+    int ret = need ? bm_sync(r) : 0;
+    for (uint64_t i = 0; !ret && i < nregions; i++)
+        if ((bits[i / 8] >> (i % 8)) & 1)
+            atomic_fetch_or(&bm->state[i], BM_SET);
+    if (need && !ret)
+        atomic_fetch_add(&bm->sets, 1);
+    pthread_mutex_unlock(&bm->lock);
+    return ret;
+}
+
 int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s)
 {
     struct raid_priv *r = raid_priv_of(raid);
