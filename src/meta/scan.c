@@ -117,6 +117,20 @@ static bool scan_same_geometry(const struct rk_sb *a, const struct rk_sb *b)
     return true;
 }
 
+/* A member one event behind the newest superblock ms, which records its slot active and held by
+ * this very member, only missed the last superblock round: a round is written member by member,
+ * and no data write waits on a round that did not finish on every member, so a power cut in the
+ * middle of one leaves some members one event behind with nothing else missing (docs/FORMAT.md
+ * "Update protocol"). Such a member is in sync; a stale member (failed, replaced, away for
+ * writes) never is: the newest superblock records its slot failed or held by another member. */
+static bool scan_cut_round(const struct meta_member *m, const struct rk_sb *ms)
+{
+    return m->sb.events + 1 == ms->events && m->sb.slot < ms->members &&
+           ms->slots[m->sb.slot].state == RK_SLOT_ACTIVE &&
+           memcmp(m->sb.member_uuid, ms->slots[m->sb.slot].uuid, RK_UUID_LEN) == 0 &&
+           scan_same_geometry(&m->sb, ms);
+}
+
 static void scan_classify(struct meta_scan *s)
 {
     char ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
@@ -152,6 +166,13 @@ static void scan_classify(struct meta_scan *s)
         struct meta_member *m = &s->m[i];
         if (m->cls != META_OK)
             continue;
+        if (m->sb.events < ms->events && scan_cut_round(m, ms)) {
+            rk_warn("%s is one event behind %s (%" PRIu64 " < %" PRIu64
+                    "): a superblock update was cut; the newest superblock records it active, "
+                    "so it is used",
+                    m->path, s->m[s->master].path, m->sb.events, ms->events);
+            m->sb.events = ms->events;
+        }
         if (m->sb.events < ms->events) {
             m->cls = META_STALE;
             m->rc = -ESTALE;
