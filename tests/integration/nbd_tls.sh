@@ -7,7 +7,7 @@
 HERE=$(cd "$(dirname "$0")" && pwd)
 rk_init
 rk_need nbdinfo nbdcopy nbdsh certtool psktool qemu-img
-"$RAIDKIT" serve --help | grep -q -- "--tls" || rk_fail "serve --help lacks --tls"
+"$RAIDKIT" serve --help | grep -- "--tls" >/dev/null || rk_fail "serve --help lacks --tls"
 
 rk_members 2 17M
 rk_create --level raid1 "${M[@]}"
