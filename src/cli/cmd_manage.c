@@ -108,106 +108,6 @@ cJSON *mgmt_call(const char *cmd, const char *path, cJSON *req)
     return r;
 }
 
-static double mgmt_num(const cJSON *o, const char *key)
-{
-    const cJSON *n = cJSON_GetObjectItem(o, key);
-    return cJSON_IsNumber(n) ? n->valuedouble : 0;
-}
-
-static const char *mgmt_str(const cJSON *o, const char *key)
-{
-    const cJSON *n = cJSON_GetObjectItem(o, key);
-    return cJSON_IsString(n) ? n->valuestring : "";
-}
-
-/* One line describing a job object of the status document. */
-static void mgmt_job_line(const cJSON *job, char *out, size_t len)
-{
-    const char *kind = mgmt_str(job, "kind"), *state = mgmt_str(job, "state");
-    if (!strcmp(kind, "none")) {
-        snprintf(out, len, "none");
-        return;
-    }
-    char what[64];
-    if (!strcmp(kind, "rebuild") || !strcmp(kind, "re-add"))
-        snprintf(what, sizeof(what), "%s of slot %.0f (%.0f bytes resynced)", kind,
-                 mgmt_num(job, "slot"), mgmt_num(job, "resynced_bytes"));
-    else if (!strcmp(kind, "resync"))
-        snprintf(what, sizeof(what), "resync (%s, %.0f bytes resynced)",
-                 cJSON_IsTrue(cJSON_GetObjectItem(job, "full")) ? "full" : "bitmap",
-                 mgmt_num(job, "resynced_bytes"));
-    else
-        snprintf(what, sizeof(what), "scrub (%s)",
-                 cJSON_IsTrue(cJSON_GetObjectItem(job, "repair")) ? "repair" : "check");
-    double eta = mgmt_num(job, "eta_s");
-    char etas[40] = ", ETA unknown";
-    if (strcmp(state, "running"))
-        etas[0] = '\0'; /* a finished job has no ETA */
-    else if (eta >= 0)
-        snprintf(etas, sizeof(etas), ", ETA %.0f s", eta);
-    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s%s%s%s", what, state, mgmt_num(job, "percent"),
-             mgmt_num(job, "rate_mib_s"), etas,
-             cJSON_GetObjectItem(job, "error") ? ", error: " : "", mgmt_str(job, "error"));
-}
-
-static void mgmt_print_status(const cJSON *st)
-{
-    char sz[32], line[256];
-    printf("array:    %s %s\n", mgmt_str(st, "name")[0] ? mgmt_str(st, "name") : "(no name)",
-           mgmt_str(st, "array_uuid"));
-    printf("level:    %s, %s, chunk %.0f KiB, %.0f slots, event %.0f\n", mgmt_str(st, "level"),
-           rk_format_size((uint64_t)mgmt_num(st, "size"), sz, sizeof(sz)),
-           mgmt_num(st, "chunk") / 1024, mgmt_num(st, "members"), mgmt_num(st, "event"));
-    printf("state:    %s%s\n",
-           cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? "degraded" : "healthy",
-           cJSON_IsTrue(cJSON_GetObjectItem(st, "read_only")) ? ", read-only" : "");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "slots"))
-    {
-        char state[48];
-        const char *s = mgmt_str(it, "state");
-        if (cJSON_GetObjectItem(it, "rebuild_percent"))
-            snprintf(state, sizeof(state), "%s %.1f%%", s, mgmt_num(it, "rebuild_percent"));
-        else
-            snprintf(state, sizeof(state), "%s", s);
-        const cJSON *path = cJSON_GetObjectItem(it, "path");
-        printf("slot %-3.0f  %-16s %s\n", mgmt_num(it, "slot"), state,
-               cJSON_IsString(path) ? path->valuestring : "-");
-        const cJSON *io = cJSON_GetObjectItem(it, "io");
-        if (cJSON_IsObject(io))
-            printf("          reads %.0f (%.1f MiB), writes %.0f (%.1f MiB), errors %.0f\n",
-                   mgmt_num(io, "reads"), mgmt_num(io, "read_bytes") / MiB, mgmt_num(io, "writes"),
-                   mgmt_num(io, "write_bytes") / MiB, mgmt_num(io, "errors"));
-        const cJSON *conn = cJSON_GetObjectItem(it, "connection"); /* remote (nbd) members */
-        if (cJSON_IsString(conn))
-            printf("          nbd member, %s, mean latency %.0f us\n", conn->valuestring,
-                   mgmt_num(it, "latency_us"));
-    }
-    mgmt_job_line(cJSON_GetObjectItem(st, "job"), line, sizeof(line));
-    printf("job:      %s\n", line);
-    const cJSON *ls = cJSON_GetObjectItem(st, "last_scrub");
-    if (cJSON_IsObject(ls)) {
-        time_t t = (time_t)mgmt_num(ls, "finished_at");
-        char when[64] = "";
-        struct tm tm;
-        if (gmtime_r(&t, &tm))
-            strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-        printf("scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors\n",
-               when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"),
-               mgmt_num(ls, "read_errors"));
-    } else {
-        printf("scrub:    never run since start\n");
-    }
-    cli_cache_print_status(cJSON_GetObjectItem(st, "cache"));
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "bad_ranges"))
-    {
-        printf("unreadable: slot %.0f data bytes [%.0f, %.0f) could not be rebuilt (reads there "
-               "fail)\n",
-               mgmt_num(it, "slot"), mgmt_num(it, "offset"),
-               mgmt_num(it, "offset") + mgmt_num(it, "len"));
-    }
-}
-
 /* Fetch the status document (the "status" member of the reply) or NULL. */
 static cJSON *mgmt_status(const char *cmd, const char *path, cJSON **reply)
 {
@@ -217,30 +117,6 @@ static cJSON *mgmt_status(const char *cmd, const char *path, cJSON **reply)
     if (!*reply || mgmt_check(cmd, *reply))
         return NULL;
     return cJSON_GetObjectItem(*reply, "status");
-}
-
-/* One line per scrub mismatch location (aoff < 0: the place holds parity, no array data). */
-static void mgmt_print_mismatch(double slot, double moff, double len, double aoff, const char *kind,
-                                const char *fixed)
-{
-    char where[96] = "";
-    if (aoff >= 0)
-        snprintf(where, sizeof(where), ", array bytes [%.0f, %.0f)", aoff, aoff + len);
-    printf("mismatch: slot %.0f data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, moff,
-           moff + len, where, kind, fixed);
-}
-
-/* The mismatch_list of a status reply's last_scrub, printed by mgmt_print_mismatch. */
-static void mgmt_print_mismatch_list(const cJSON *st)
-{
-    const cJSON *ls = cJSON_GetObjectItem(st, "last_scrub"), *it;
-    cJSON_ArrayForEach(it, cJSON_GetObjectItem(ls, "mismatch_list"))
-    {
-        const cJSON *ao = cJSON_GetObjectItem(it, "array_offset");
-        mgmt_print_mismatch(mgmt_num(it, "slot"), mgmt_num(it, "member_offset"),
-                            mgmt_num(it, "len"), cJSON_IsNumber(ao) ? ao->valuedouble : -1,
-                            mgmt_str(it, "kind"), mgmt_str(it, "repaired"));
-    }
 }
 
 /* True when the served volume at path runs a resync now. */

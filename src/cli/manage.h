@@ -1,5 +1,6 @@
 /* Helpers of the management commands (cmd_manage.c) kept apart from it: which options each
- * command takes, the --test state of a status document. */
+ * command takes, the --test state of a status document (manage_report.c), and how a status
+ * document is printed (manage_print.c). */
 #ifndef RK_CLI_MANAGE_H
 #define RK_CLI_MANAGE_H
 
@@ -16,5 +17,19 @@ int mgmt_applies_to(const char *cmd, int c, const char *lname);
  * rebuild CLI_EXIT_BROKEN, a running rebuild/resync CLI_EXIT_RECOVERING, degraded
  * CLI_EXIT_DEGRADED, else CLI_EXIT_OK. */
 int mgmt_state(const cJSON *st);
+
+/* Member key of JSON object o as a number (0 when absent) or a string ("" when absent). */
+double mgmt_num(const cJSON *o, const char *key);
+const char *mgmt_str(const cJSON *o, const char *key);
+/* One line (at most len bytes into out) describing a job object of the status document. */
+void mgmt_job_line(const cJSON *job, char *out, size_t len);
+/* The text of `raidkit status` for status document st, on stdout. */
+void mgmt_print_status(const cJSON *st);
+/* One scrub mismatch location on stdout (aoff < 0: the place holds parity, no array data);
+ * slot, member offset moff, length len and aoff in bytes; kind and fixed name what was found. */
+void mgmt_print_mismatch(double slot, double moff, double len, double aoff, const char *kind,
+                         const char *fixed);
+/* One line per mismatch of st's last_scrub.mismatch_list, on stdout. */
+void mgmt_print_mismatch_list(const cJSON *st);
 
 #endif
