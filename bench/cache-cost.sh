@@ -18,11 +18,6 @@
 #              MEM_CACHE [2G]  SSD [bench/profiles/mushkin-ssd-2015.ini]  HDD [hdd-7200]
 #              SHM_DIR [/dev/shm]  TESTS [hot seq drain memory]
 set -uo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROUNDS=${ROUNDS:-2}
 RUNTIME=${RUNTIME:-8}
@@ -37,6 +32,7 @@ SHM_DIR=${SHM_DIR:-/dev/shm}
 TESTS=${TESTS:-hot seq drain memory}
 PY=/usr/bin/python3
 . "$HERE/lib.sh"
+bench_binary "$@"
 bench_need fio "$PY"
 bench_workdir cache-cost
 

@@ -11,18 +11,14 @@
 # Environment: MEMBER_SIZE [256M]  PROFILE [sata-ssd-2014]  SPECS ["raid1 2,raid5 4,raid6 4"]
 #   RUNTIME [3] s per fio run  SHM_DIR [/dev/shm]
 set -uo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_binary "$@"
 MEMBER_SIZE=${MEMBER_SIZE:-256M}
 PROFILE=${PROFILE:-sata-ssd-2014}
 SPECS=${SPECS:-raid1 2,raid5 4,raid6 4}
 RUNTIME=${RUNTIME:-3}
 SHM_DIR=${SHM_DIR:-/dev/shm}
 PY=/usr/bin/python3
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_need fio "$PY"
 bench_workdir initial-sync
 echo "load average at start $(cut -d' ' -f1-3 /proc/loadavg); profile $PROFILE, members $MEMBER_SIZE"

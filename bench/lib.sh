@@ -32,6 +32,16 @@ wait_quiet() {
     return 0
 }
 
+# bench_binary ARGS...: the scripts' one argument, the raidkit binary, as an absolute path in $RK;
+# exit 2 with the usage line when it is missing or not executable.
+bench_binary() {
+    if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+        echo "usage: $0 RAIDKIT_BINARY" >&2
+        exit 2
+    fi
+    RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+}
+
 # bench_need TOOL...: exit 1 with a message when a tool is missing.
 bench_need() {
     local t

@@ -8,16 +8,12 @@
 # Usage: bench/readd-cost.sh RAIDKIT_BINARY
 # Environment: ROUNDS [3]  WRITES [16]  MEMBER_SIZE [512M]  SHM_DIR [/dev/shm]
 set -uo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_binary "$@"
 ROUNDS=${ROUNDS:-3}
 WRITES=${WRITES:-16}
 MEMBER_SIZE=${MEMBER_SIZE:-512M}
 SHM_DIR=${SHM_DIR:-/dev/shm}
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_need /usr/bin/python3
 bench_workdir readd-cost
 CTL="$WORK/ctl"

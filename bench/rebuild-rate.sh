@@ -19,11 +19,8 @@
 # reconstructed through the rebuilt members).
 set -uo pipefail
 
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_binary "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 LEVELS=${LEVELS:-raid5,raid1}
 MEMBERS=${MEMBERS:-4}
@@ -66,7 +63,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 now() { date +%s.%N; }
 die() { log "$*"; [ -n "${SLOG:-}" ] && tail -n 20 "$SLOG" >&2; exit 1; }
 

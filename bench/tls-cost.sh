@@ -11,16 +11,12 @@
 # Environment: ROUNDS [3]  RUNTIME [5] s  MEMBER_SIZE [256M]  SHM_DIR [/dev/shm]
 #   WORKLOADS ["randread,4k,16 randwrite,4k,16 read,1m,4"] (rw,bs,iodepth ...)
 set -uo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_binary "$@"
 ROUNDS=${ROUNDS:-3}
 RUNTIME=${RUNTIME:-5}
 MEMBER_SIZE=${MEMBER_SIZE:-256M}
 SHM_DIR=${SHM_DIR:-/dev/shm}
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_need fio certtool /usr/bin/python3
 bench_workdir tls-cost
 

@@ -6,15 +6,11 @@
 # Usage: bench/wait-latency.sh RAIDKIT_BINARY
 # Environment: RUNS [3]  MEMBER_SIZE [16M]  SHM_DIR [/dev/shm]
 set -uo pipefail
-if [ $# -ne 1 ] || [ ! -x "$1" ]; then
-    echo "usage: $0 RAIDKIT_BINARY" >&2
-    exit 2
-fi
-RK=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+bench_binary "$@"
 RUNS=${RUNS:-3}
 MEMBER_SIZE=${MEMBER_SIZE:-16M}
 SHM_DIR=${SHM_DIR:-/dev/shm}
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_workdir wait-latency
 now() { date +%s.%N; }
 for r in $(seq 1 "$RUNS"); do
