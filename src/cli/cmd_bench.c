@@ -54,7 +54,8 @@ int cli_bench(int argc, char **argv)
     uint64_t v;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:c:n:d:m:o:f:t:jh", longopts, NULL)) != -1) {
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, ":s:c:n:d:m:o:f:t:jh", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             o.suite = optarg;
@@ -102,8 +103,12 @@ int cli_bench(int argc, char **argv)
         case 'h':
             fputs(bench_usage, stdout);
             return CLI_EXIT_OK;
+        case ':':
+            fprintf(stderr, "raidkit bench: option '%s' needs a value\n", argv[optind - 1]);
+            return CLI_EXIT_USAGE;
         default:
-            fputs(bench_usage, stderr);
+            fprintf(stderr, "raidkit bench: unknown option '%s' (see raidkit bench --help)\n",
+                    argv[optind - 1]);
             return CLI_EXIT_USAGE;
         }
     }

@@ -275,11 +275,11 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
             fputs(serve_usage, stdout);
             return -1;
         case ':':
-            fprintf(stderr, "raidkit serve: option '%s' needs a value\n", argv[optind - 1]);
+            fprintf(stderr, "raidkit %s: option '%s' needs a value\n", argv[0], argv[optind - 1]);
             return CLI_EXIT_USAGE;
-        default:
-            fprintf(stderr, "raidkit serve: unknown option '%s' (see raidkit serve --help)\n",
-                    argv[optind - 1]);
+        default: /* argv[0] is "serve" or "fuse" (cli_serve_open) */
+            fprintf(stderr, "raidkit %s: unknown option '%s' (see raidkit %s --help)\n", argv[0],
+                    argv[optind - 1], argv[0]);
             return CLI_EXIT_USAGE;
         }
     }

@@ -32,6 +32,10 @@ bash -n "$root/share/bash-completion/completions/raidkit" || fail "completion ha
 if [ -d "$RAIDKIT_BUILD_DIR/man" ]; then
     [ -e "$root/share/man/man8/raidkit.8" ] || fail "raidkit.8 not installed"
 fi
+if [ -e "$RAIDKIT_BUILD_DIR/plugin/nbdkit-raidkit-plugin.so" ]; then
+    [ -e "$libdir/nbdkit/plugins/nbdkit-raidkit-plugin.so" ] ||
+        fail "nbdkit-raidkit-plugin.so not installed in $libdir/nbdkit/plugins"
+fi
 for u in raidkit@.service raidkit@.socket; do
     [ ! -e "$RAIDKIT_SOURCE_DIR/systemd/$u" ] || [ -e "$root/lib/systemd/system/$u" ] ||
         fail "$u not installed"
