@@ -47,6 +47,9 @@ enum rk_emul_kind {
     X(U32, cache_cmds, HDD, "commands", OPT, "writes the cache holds before acks wait (0 = 32)")   \
     X(U32, cmd_read_us, HDD, "us", OPT, "per-read command overhead while the head is busy")        \
     X(U32, cmd_write_us, HDD, "us", OPT, "per-write command overhead while the head is busy")      \
+    X(U32, afr_ppm, ANY, "ppm/year", OPT, "annual failure rate for bench risk (0 = default)")      \
+    X(U32, ure_exp, ANY, "10^-N/bit", OPT,                                                         \
+      "1 unrecoverable read error per 10^N bits (0 = default)")                                    \
     X(U64, seed, ANY, "integer", OPT, "for any randomness (the HDD's rotational phase)")
 
 #define RK_EMUL_CTYPE_U32                                             uint32_t

@@ -107,6 +107,10 @@ struct bench_config {
     int members;
     bool skipped;
     char note[200];
+    /* Mean time to data loss etc. of this configuration on the model's disks (render_risk.c);
+     * has_risk false for non-arrays (noop, nbdkit) and runs without a model. */
+    bool has_risk;
+    double rebuild_hours, p_loss_rebuild, mttdl_hours, p_loss_5y;
 };
 
 struct bench_machine {
@@ -127,6 +131,9 @@ struct bench_report {
     char model_name[64]; /* "" = plain member files */
     char *model_json;    /* model parameters as JSON object text (malloc'ed) or NULL */
     char target[512];    /* directory or "model NAME" */
+    /* Member failure figures from the model (bench_risk_params_from_model), when have_risk. */
+    bool have_risk;
+    double risk_member_bytes, risk_afr, risk_ure_per_bit, risk_rebuild_bps;
     struct bench_machine machine;
     int nconfigs;
     struct bench_config configs[BENCH_MAX_CONFIGS];
@@ -139,6 +146,13 @@ double bench_hit_pct(uint64_t hits, uint64_t misses);
 /* Recompute mean/sd/se/rsd of every cell and the host-bound marks (noop ceiling). */
 void bench_report_finish(struct bench_report *r);
 void bench_machine_probe(struct bench_machine *m);
+
+/* Fill has_risk and the risk figures of every configuration from the report's member figures
+ * (render_risk.c; nothing without have_risk). Called by bench_report_finish. */
+void bench_report_risk(struct bench_report *r);
+/* The "Risk" block of the text report: one line per configuration with figures; nothing when no
+ * configuration has them. Returns 0 or -EIO. */
+int bench_render_text_risk(const struct bench_report *r, FILE *f);
 
 /* ---- renderers (render.c); each returns 0 or -errno ---- */
 /* The seed-style table of one job. */

@@ -50,6 +50,7 @@ double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
 
 void bench_report_finish(struct bench_report *r)
 {
+    bench_report_risk(r);
     int noop = -1;
     for (int c = 0; c < r->nconfigs; c++)
         if (model_backend(&r->configs[c])->ceiling && !r->configs[c].skipped)

@@ -259,6 +259,7 @@ int bench_render_text(const struct bench_report *r, FILE *f)
             fputc('\n', f);
         bench_render_text_job(r, j, f);
     }
+    bench_render_text_risk(r, f);
     bool first = true;
     for (int c = 0; c < r->nconfigs; c++) {
         if (!r->configs[c].skipped)
@@ -405,6 +406,16 @@ char *bench_render_json(const struct bench_report *r)
         cJSON_AddNumberToObject(o, "members", bc->members);
         cJSON_AddBoolToObject(o, "skipped", bc->skipped);
         cJSON_AddStringToObject(o, "note", bc->note);
+        if (bc->has_risk) { /* render_risk.c; infinite MTTDL as null */
+            cJSON *k = cJSON_AddObjectToObject(o, "risk");
+            cJSON_AddNumberToObject(k, "rebuild_hours", bc->rebuild_hours);
+            cJSON_AddNumberToObject(k, "p_loss_rebuild", bc->p_loss_rebuild);
+            if (isfinite(bc->mttdl_hours))
+                cJSON_AddNumberToObject(k, "mttdl_hours", bc->mttdl_hours);
+            else
+                cJSON_AddNullToObject(k, "mttdl_hours");
+            cJSON_AddNumberToObject(k, "p_loss_5y", bc->p_loss_5y);
+        }
         cJSON_AddItemToArray(cfgs, o);
     }
 

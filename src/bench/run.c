@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/risk.h"
 #include "bench/run.h"
 #include "core/util.h"
 #include "raidkit/emul.h"
@@ -331,6 +332,14 @@ static int run_prepare(struct run_ctx *x)
         }
         x->have_emul = true;
         snprintf(rep->model_name, sizeof(rep->model_name), "%s", x->emul.name);
+        struct bench_risk_params rp;
+        bench_risk_params_from_model(
+            &x->emul, (double)(bench_suite_max_size(&x->suite) + RUN_MEMBER_SLACK), &rp);
+        rep->have_risk = true;
+        rep->risk_member_bytes = rp.member_bytes;
+        rep->risk_afr = rp.afr;
+        rep->risk_ure_per_bit = rp.ure_per_bit;
+        rep->risk_rebuild_bps = rp.rebuild_bps;
         if (run_model_json(x) < 0)
             return 1;
     }

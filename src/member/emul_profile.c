@@ -77,6 +77,13 @@ int rk_emul_params_check(const struct rk_emul_params *p, char *msg, size_t msgle
                    p->parallelism, EMUL_MAX_CHANNELS);
         return -EINVAL;
     }
+    if (p->afr_ppm >= 1000000 || p->ure_exp > 20) {
+        rk_set_err(msg, msglen,
+                   "inconsistent %s profile: afr_ppm %u is not 0..999999 or ure_exp %u "
+                   "is not 0..20",
+                   kind, p->afr_ppm, p->ure_exp);
+        return -EINVAL;
+    }
     if (p->kind == RK_EMUL_HDD &&
         (p->seek_track_us > p->seek_avg_us || p->seek_avg_us > p->seek_full_us)) {
         rk_set_err(msg, msglen,
