@@ -66,14 +66,17 @@ print(j.get("kind"), j.get("state"), j.get("end", 0), j.get("rate_mib_s", 0))')
     t1=$(date +%s.%N)
     kill -TERM "$RK_PID"; wait "$RK_PID"; RK_PID=""
     read -r kind state end _ <<<"$line"
-    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$t0" "$t1" "${BW[read]}" "${BW[write]}" <<'PYEOF'
+    jt=$(sed -n 's/.*resync finished: .* resynced in \([0-9.]*\) s.*/\1/p' "$WORK/log" | tail -1)
+    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$t0" "$t1" "${BW[read]}" "${BW[write]}" "${jt:-0}" <<'PYEOF'
 import sys
-level, n, kind, state, end, t0, t1, rd, wr = sys.argv[1:]
-sec = float(t1) - float(t0)
+level, n, kind, state, end, t0, t1, rd, wr, jt = sys.argv[1:]
+sec, jt = float(t1) - float(t0), float(jt)
 rate = int(end) / sec / 1e6
-print("%s over %s: initial sync (%s %s) of %d MB per member in %.2f s (incl. assembly) = "
-      "%.1f MB/s per member = %.2fx member read, %.2fx member write bandwidth" % (
-          level, n, kind, state, int(end) / 1e6, sec, rate, rate / float(rd), rate / float(wr)))
+jrate = int(end) / jt / 1e6 if jt > 0 else 0
+print("%s over %s: initial sync (%s %s) of %d MB per member: job %.2f s = %.1f MB/s per member "
+      "= %.2fx member read, %.2fx member write bandwidth; from serve start %.2f s = %.2fx read" % (
+          level, n, kind, state, int(end) / 1e6, jt, jrate, jrate / float(rd), jrate / float(wr),
+          sec, rate / float(rd)))
 PYEOF
 done
 echo "load average at end $(cut -d' ' -f1-3 /proc/loadavg)"
