@@ -7,21 +7,43 @@
 # second. The member's sequential bandwidth is measured on the same emulation: a linear volume
 # over one member, fio 1M sequential read and write at qd 8.
 #
+# Members are filled with random bytes (FILL=random: every member different, so every chunk of
+# a copy level and every stripe of a parity level is rewritten, the worst case) or left sparse
+# (FILL=zero: all already consistent, the sync only reads and compares or copies).
+# The job's own time comes from its "resync finished ... in S s" log line; the time from serve
+# start (assembly included) is printed too.
+#
 # Usage: bench/initial-sync.sh RAIDKIT_BINARY
-# Environment: MEMBER_SIZE [256M]  PROFILE [sata-ssd-2014]  SPECS ["raid1 2,raid5 4,raid6 4"]
-#   RUNTIME [3] s per fio run  SHM_DIR [/dev/shm]
+# Environment: MEMBER_SIZE [256M]  PROFILE [sata-ssd-2014]
+#   SPECS ["raid1 2,raid10 4,raid5 4,raid6 4"]  FILL [random]  RUNTIME [3] s per fio run
+#   SHM_DIR [/dev/shm]
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 bench_binary "$@"
 MEMBER_SIZE=${MEMBER_SIZE:-256M}
 PROFILE=${PROFILE:-sata-ssd-2014}
-SPECS=${SPECS:-raid1 2,raid5 4,raid6 4}
+SPECS=${SPECS:-raid1 2,raid10 4,raid5 4,raid6 4}
+FILL=${FILL:-random}
 RUNTIME=${RUNTIME:-3}
 SHM_DIR=${SHM_DIR:-/dev/shm}
 PY=/usr/bin/python3
 bench_need fio "$PY"
 bench_workdir initial-sync
-echo "load average at start $(cut -d' ' -f1-3 /proc/loadavg); profile $PROFILE, members $MEMBER_SIZE"
+echo "load average at start $(cut -d' ' -f1-3 /proc/loadavg); profile $PROFILE, members $MEMBER_SIZE, fill $FILL"
+# fill_member FILE I: a member of MEMBER_SIZE; random: the random pattern rotated by I MiB + 4K
+# (each member different, made at copy speed).
+if [ "$FILL" = random ]; then
+    head -c "$MEMBER_SIZE" /dev/urandom >"$WORK/pattern" || exit 1
+fi
+fill_member() {
+    rm -f "$1"
+    if [ "$FILL" = random ]; then
+        local off=$(($2 * 1048576 + 4096))
+        { tail -c +$((off + 1)) "$WORK/pattern"; head -c "$off" "$WORK/pattern"; } >"$1"
+    else
+        truncate -s "$MEMBER_SIZE" "$1"
+    fi
+}
 
 # member sequential bandwidth on the emulation (MB/s): linear over one member
 truncate -s "$MEMBER_SIZE" "$WORK/lin"
@@ -44,8 +66,7 @@ for spec in "${SPECL[@]}"; do
     read -r level n <<<"$spec"
     m=()
     for i in $(seq 0 $((n - 1))); do
-        rm -f "$WORK/m$i"
-        truncate -s "$MEMBER_SIZE" "$WORK/m$i"
+        fill_member "$WORK/m$i" "$i"
         m+=("$WORK/m$i")
     done
     RAIDKIT_TEST_NO_ZERO=1 "$RK" create --force --level "$level" "${m[@]}" >/dev/null 2>&1 || exit 1

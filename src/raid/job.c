@@ -254,8 +254,8 @@ static void *job_worker(void *arg)
 }
 
 /* Start up to ops->depth workers over [*posp, end). Returns the number started (0: none). */
-static uint32_t job_pipe_start(struct raid_priv *r, const struct raid_job_ops *ops,
-                               uint64_t pos, uint64_t end, uint64_t step, pthread_t *th)
+static uint32_t job_pipe_start(struct raid_priv *r, const struct raid_job_ops *ops, uint64_t pos,
+                               uint64_t end, uint64_t step, pthread_t *th)
 {
     struct raid_job *j = r->job;
     uint32_t depth = ops->depth < RAID_JOB_DEPTH_MAX ? ops->depth : RAID_JOB_DEPTH_MAX, n = 0;
@@ -283,8 +283,8 @@ static uint32_t job_pipe_start(struct raid_priv *r, const struct raid_job_ops *o
  * ops->done, a due checkpoint and the progress update, so a checkpoint never claims a step
  * that is still running. *posp = the position reached. Returns 0, -EINTR, a step's error,
  * or -EAGAIN when no worker could be started (nothing was done). */
-static int job_pipe(struct raid_priv *r, const struct raid_job_ops *ops, void *ctx,
-                    uint64_t *posp, uint64_t end, uint64_t step)
+static int job_pipe(struct raid_priv *r, const struct raid_job_ops *ops, void *ctx, uint64_t *posp,
+                    uint64_t end, uint64_t step)
 {
     struct raid_job *j = r->job;
     pthread_t th[RAID_JOB_DEPTH_MAX];
