@@ -210,10 +210,17 @@ int rk_raid_resync_start(struct rk_dev *raid, bool full, uint64_t from, uint64_t
     if (from > r->l.member_used)
         from = 0;
     uint64_t end = r->l.member_used;
-    if (full)
+    if (full) {
+        /* From the checkpoint on, plus the regions marked below it (a resume after a crash,
+         * docs/ARCHITECTURE.md "Resync"): the walk starts at the first unsynced region. */
         raid_bitmap_mark_all(r, from);
-    else
+        uint64_t lo, hi;
+        resync_bounds(r->bm, end, &lo, &hi);
+        if (hi > lo && lo < from)
+            from = lo;
+    } else {
         resync_bounds(r->bm, end, &from, &end);
+    }
     c->next_region = from / r->bm->region;
     struct raid_job_spec spec = {
         .ops = &resync_ops, .ctx = c, .start = from, .end = end, .rate = rate};
