@@ -12,6 +12,9 @@
 # (FILL=zero: all already consistent, the sync only reads and compares or copies).
 # The job's own time comes from its "resync finished ... in S s" log line; the time from serve
 # start (assembly included) is printed too.
+# Then the resync after a crash, per level over zeroed members: one 4 KiB write then SIGKILL
+# (one region's bit set) vs a write of the whole array then SIGKILL (every bit set), each
+# followed by a serve with the emulation that runs the bitmap resync: the two job times.
 #
 # Usage: bench/initial-sync.sh RAIDKIT_BINARY
 # Environment: MEMBER_SIZE [256M]  PROFILE [sata-ssd-2014]
@@ -61,7 +64,49 @@ done
 kill -TERM "$RK_PID"; wait "$RK_PID"; RK_PID=""
 echo "member sequential bandwidth ($PROFILE, through raidkit linear + NBD): read ${BW[read]} MB/s, write ${BW[write]} MB/s"
 
+# serve_job MEMBER...: serve the members with the emulation and the control socket, wait for the
+# job to leave "running" (20 ms polls); sets LINE ("kind state end"), T0/T1 (serve start, job
+# end) and JT (the job's own seconds from its "resync finished" log line, 0 if none); stops.
+serve_job() {
+    rm -f "$WORK/s" "$WORK/c"
+    T0=$(date +%s.%N)
+    "$RK" serve --listen "unix:$WORK/s" --control "$WORK/c" --emulate "$PROFILE" "$@" \
+        2>"$WORK/log" &
+    RK_PID=$!
+    wait_socket "$RK_PID" "$WORK/c" "$WORK/log" || exit 1
+    while :; do
+        LINE=$("$RK" status --json --control "$WORK/c" | "$PY" -c '
+import json, sys
+j = json.load(sys.stdin).get("job") or {}
+print(j.get("kind"), j.get("state"), j.get("end", 0))')
+        case $LINE in *\ running\ *) sleep 0.02 ;; *) break ;; esac
+    done
+    T1=$(date +%s.%N)
+    kill -TERM "$RK_PID"; wait "$RK_PID"; RK_PID=""
+    JT=$(sed -n 's/.*resync finished: .* resynced in \([0-9.]*\) s.*/\1/p' "$WORK/log" | tail -1)
+    JT=${JT:-0}
+}
+
+# dirty MiB MEMBER...: serve the members (no emulation), write MiB MiB (1M sequential from
+# offset 0; 0: one 4 KiB write) through NBD, SIGKILL the server right away: the write-intent
+# bits of what was written stay set (they clear only after 5 s idle).
+dirty() {
+    local mib=$1
+    shift
+    rm -f "$WORK/s"
+    "$RK" serve --listen "unix:$WORK/s" "$@" 2>"$WORK/dlog" &
+    RK_PID=$!
+    wait_socket "$RK_PID" "$WORK/s" "$WORK/dlog" || exit 1
+    local bs=1M size=${mib}M
+    [ "$mib" = 0 ] && bs=4k size=4k
+    fio --name=dirty --ioengine=nbd --uri="nbd+unix:///?socket=$WORK/s" --rw=write --bs="$bs" \
+        --iodepth=8 --size="$size" --output="$WORK/dirty.out" >/dev/null 2>&1 ||
+        { echo "fio (dirty) failed" >&2; exit 1; }
+    kill -KILL "$RK_PID"; wait "$RK_PID" 2>/dev/null; RK_PID=""
+}
+
 IFS=, read -r -a SPECL <<<"$SPECS"
+echo "--- initial sync (RAIDKIT_TEST_NO_ZERO=1 create: the first serve runs a full resync)"
 for spec in "${SPECL[@]}"; do
     read -r level n <<<"$spec"
     m=()
@@ -70,25 +115,9 @@ for spec in "${SPECL[@]}"; do
         m+=("$WORK/m$i")
     done
     RAIDKIT_TEST_NO_ZERO=1 "$RK" create --force --level "$level" "${m[@]}" >/dev/null 2>&1 || exit 1
-    rm -f "$WORK/s" "$WORK/c"
-    t0=$(date +%s.%N)
-    "$RK" serve --listen "unix:$WORK/s" --control "$WORK/c" --emulate "$PROFILE" "${m[@]}" \
-        2>"$WORK/log" &
-    RK_PID=$!
-    wait_socket "$RK_PID" "$WORK/c" "$WORK/log" || exit 1
-    line=""
-    while :; do
-        line=$("$RK" status --json --control "$WORK/c" | "$PY" -c '
-import json, sys
-j = json.load(sys.stdin).get("job") or {}
-print(j.get("kind"), j.get("state"), j.get("end", 0), j.get("rate_mib_s", 0))')
-        case $line in resync\ running*) sleep 0.02 ;; *) break ;; esac
-    done
-    t1=$(date +%s.%N)
-    kill -TERM "$RK_PID"; wait "$RK_PID"; RK_PID=""
-    read -r kind state end _ <<<"$line"
-    jt=$(sed -n 's/.*resync finished: .* resynced in \([0-9.]*\) s.*/\1/p' "$WORK/log" | tail -1)
-    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$t0" "$t1" "${BW[read]}" "${BW[write]}" "${jt:-0}" <<'PYEOF'
+    serve_job "${m[@]}"
+    read -r kind state end <<<"$LINE"
+    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$T0" "$T1" "${BW[read]}" "${BW[write]}" "$JT" <<'PYEOF'
 import sys
 level, n, kind, state, end, t0, t1, rd, wr, jt = sys.argv[1:]
 sec, jt = float(t1) - float(t0), float(jt)
@@ -98,6 +127,38 @@ print("%s over %s: initial sync (%s %s) of %d MB per member: job %.2f s = %.1f M
       "= %.2fx member read, %.2fx member write bandwidth; from serve start %.2f s = %.2fx read" % (
           level, n, kind, state, int(end) / 1e6, jt, jrate, jrate / float(rd), jrate / float(wr),
           sec, rate / float(rd)))
+PYEOF
+done
+
+echo "--- resync after a crash (SIGKILL right after the writes): 1 region dirty vs all dirty"
+for spec in "${SPECL[@]}"; do
+    read -r level n <<<"$spec"
+    m=()
+    for i in $(seq 0 $((n - 1))); do
+        rm -f "$WORK/m$i"
+        truncate -s "$MEMBER_SIZE" "$WORK/m$i"
+        m+=("$WORK/m$i")
+    done
+    "$RK" create --force --level "$level" "${m[@]}" >/dev/null 2>&1 || exit 1
+    asize=$("$RK" info --json "${m[@]}" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("array_size") or d["array"]["size"])')
+    declare -A RT=()
+    for what in one all; do
+        if [ "$what" = one ]; then dirty 0 "${m[@]}"; else dirty $((asize / 1048576)) "${m[@]}"; fi
+        serve_job "${m[@]}"
+        regions=$(sed -n 's/.*resync started ([a-z]*): \([0-9]*\) of \([0-9]*\) regions of \([0-9]*\) bytes.*/\1 \2 \3/p' "$WORK/log" | tail -1)
+        RT[$what]="$JT ${regions:-0 0 0} $LINE"
+    done
+    "$PY" - "$level" "$n" "${RT[one]}" "${RT[all]}" <<'PYEOF'
+import sys
+level, n = sys.argv[1:3]
+def parse(s):
+    f = s.split()
+    return float(f[0]), int(f[1]), int(f[2]), int(f[3]), f[4] + " " + f[5]
+o, a = parse(sys.argv[3]), parse(sys.argv[4])
+print("%s over %s: resync of %d of %d regions (%d KiB each) in %.3f s (%s); of %d of %d regions "
+      "in %.3f s (%s): all/one time ratio %.0fx, region ratio %dx" % (
+          level, n, o[1], o[2], o[3] // 1024, o[0], o[4], a[1], a[2], a[0], a[4],
+          a[0] / o[0] if o[0] > 0 else 0, a[1] // max(o[1], 1)))
 PYEOF
 done
 echo "load average at end $(cut -d' ' -f1-3 /proc/loadavg)"

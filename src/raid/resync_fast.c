@@ -10,6 +10,9 @@
 #include "raid/badrange.h"
 #include "raid/raid5_int.h"
 
+/* Scratch bytes of one step in flight at most (members x piece): larger steps go in pieces. */
+#define RESYNC_FAST_BYTES (16ull * 1024 * 1024)
+
 void resync_pool_init(struct resync_pool *p)
 {
     memset(p, 0, sizeof(*p));
@@ -246,12 +249,19 @@ int resync_fast_step(struct raid_priv *r, struct resync_pool *p, uint64_t off, u
         for (uint32_t sl = 0; sl < members; sl++)
             if (raid_bad_hit(r, sl, off, len))
                 return -EAGAIN;
-    uint64_t rows = len / chunk;
+    /* Pieces of at most RESYNC_FAST_BYTES over all members (whole chunks, at least one). */
+    uint64_t sub = RESYNC_FAST_BYTES / members / chunk * chunk;
+    sub = sub < chunk ? chunk : sub < len ? sub : len;
+    uint64_t rows = sub / chunk;
     int cap = copies ? (int)(2 * members * (rows + 2)) : (int)(members + 2 * rows);
-    struct resync_scratch *s = pool_get(p, members * len + 2 * chunk, cap < 64 ? 64 : cap);
+    struct resync_scratch *s = pool_get(p, members * sub + 2 * chunk, cap < 64 ? 64 : cap);
     if (!s)
         return -EAGAIN;
-    int ret = copies ? fast_copies(r, s, off, len) : fast_parity(r, s, off, len, mismatches);
+    int ret = 0;
+    for (uint64_t o = off; o < off + len && !ret; o += sub) {
+        uint64_t n = off + len - o < sub ? off + len - o : sub;
+        ret = copies ? fast_copies(r, s, o, n) : fast_parity(r, s, o, n, mismatches);
+    }
     pool_put(p, s);
     return ret;
 }

@@ -21,7 +21,8 @@
 #include "raid/job.h"
 #include "raidkit/device.h"
 
-/* Scratch of one step in flight: a buffer of members x step bytes plus two chunks, and ios. */
+/* Scratch of one step in flight: a buffer of members x piece bytes (16 MiB at most over all
+ * members; a larger step goes in pieces) plus two chunks, and ios. */
 struct resync_scratch {
     char *mem;
     uint64_t size;
