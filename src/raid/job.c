@@ -16,6 +16,9 @@
 /* Ring of claimed steps: workers may run ahead of the oldest unfinished step by this many. */
 #define JOB_RING (2 * RAID_JOB_DEPTH_MAX)
 
+/* The largest step ops->step_mul makes (a step of one chunk may still be larger). */
+#define RAID_JOB_PIPE_STEP (4 * MiB)
+
 struct raid_job {
     pthread_mutex_t lock; /* everything below but stop */
     pthread_cond_t cond;  /* CLOCK_MONOTONIC: the job ended, or a stop was asked */
@@ -343,7 +346,10 @@ static void *job_thread(void *arg)
     if (ops->begin)
         ops->begin(r, ctx, pos, end);
     if (ops->depth > 1 && pos < end) {
+        /* step_mul x step, but no more than RAID_JOB_PIPE_STEP (large chunks: one chunk). */
         uint64_t mul = ops->step_mul && (!rate || rate >= 4 * MiB) ? ops->step_mul : 1;
+        while (mul > 1 && step * mul > RAID_JOB_PIPE_STEP)
+            mul--;
         err = job_pipe(r, ops, ctx, &pos, end, step * mul);
     }
     if (err == -EAGAIN)

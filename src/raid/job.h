@@ -50,7 +50,8 @@ struct raid_job_ops {
      * do); the job thread then only runs the hooks below in order. step must then be safe to
      * run concurrently with itself on disjoint ranges (ctx counters atomic). */
     uint32_t depth;
-    /* Optional, only with depth > 1: the multiple of raid_job_step_bytes() a step covers. */
+    /* Optional, only with depth > 1: the multiple of raid_job_step_bytes() a step covers (at
+     * most 4 MiB by it, job.c RAID_JOB_PIPE_STEP; 1 under a rate limit below 4 MiB/s). */
     uint32_t step_mul;
     /* Optional: every step of [start, pos) is done (called in order with a growing pos, on
      * the job thread, outside any range lock, before the checkpoint of pos): e.g. to mark what

@@ -249,6 +249,8 @@ int resync_fast_step(struct raid_priv *r, struct resync_pool *p, uint64_t off, u
         for (uint32_t sl = 0; sl < members; sl++)
             if (raid_bad_hit(r, sl, off, len))
                 return -EAGAIN;
+    if (members * chunk > RESYNC_FAST_BYTES)
+        return -EAGAIN; /* huge chunks: the scrub hook's windows need less memory */
     /* Pieces of at most RESYNC_FAST_BYTES over all members (whole chunks, at least one). */
     uint64_t sub = RESYNC_FAST_BYTES / members / chunk * chunk;
     sub = sub < chunk ? chunk : sub < len ? sub : len;

@@ -8,7 +8,8 @@
  *   - parity levels (raid5, raid6): read every member's step range whole, recompute P (and Q)
  *     of each row from the data and write the parity that differs (never data: a resync keeps
  *     the data, docs/ARCHITECTURE.md "Resync").
- * Anything unusual (a degraded array, a bad range, a read error, no memory) answers -EAGAIN and
+ * Anything unusual (a degraded array, a bad range, a read error, no memory, members x chunk over
+ * 16 MiB) answers -EAGAIN and
  * the caller runs the level's scrub hook over the step instead, which handles it.
  */
 #ifndef RK_RAID_RESYNC_FAST_H
