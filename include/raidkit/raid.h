@@ -317,12 +317,15 @@ int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregi
 
 /*
  * Start a resync (job kind RK_JOB_RESYNC) in a background thread at rate bytes/s (0 =
- * unlimited): full = every region from member data offset from (rounded down to the region),
- * else the regions the attached bitmap named (rk_raid_bitmap_opts.bits). Each region goes
- * through the level's scrub hook with repair under the range lock: copy levels copy the first
- * live copy (slot order) over the others, parity levels recompute parity from the data. Until
- * a region is done, copy levels read it from that same first live copy. Checkpoints and the end
- * are reported through resync_checkpoint / resync_done.
+ * unlimited): full = every region from member data offset from (rounded down to the region)
+ * plus the regions below it the attached bitmap named (a full resync resumed after a crash),
+ * else only the regions the bitmap named (rk_raid_bitmap_opts.bits). Each region is resynced
+ * under the range lock, several steps in flight: copy levels copy the first live copy (slot
+ * order) over the others, parity levels recompute parity from the data (a fast path of large
+ * parallel I/Os on a healthy array, else the level's scrub hook with repair). Until a region is
+ * done, copy levels read it from that same first live copy. Checkpoints (at a position every
+ * earlier step reached, after a flush) and the end are reported through resync_checkpoint /
+ * resync_done.
  * Returns 0, -EINVAL (no bitmap attached), -EOPNOTSUPP (no redundancy), -EBUSY, -ENOMEM.
  */
 int rk_raid_resync_start(struct rk_dev *raid, bool full, uint64_t from, uint64_t rate);

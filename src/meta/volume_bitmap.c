@@ -75,6 +75,7 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
     bool full = needs && (v->sb.resync_flags & RK_SB_RESYNC_FULL);
     uint64_t region = v->sb.bitmap_region, nreg = 0;
     uint8_t *bits = NULL;
+    bool resume = false; /* a full resync resumes at its checkpoint after a crash */
     memcpy(o.uuid, v->sb.array_uuid, 16);
     if (v->read_only || !redundant)
         return 0;
@@ -106,7 +107,11 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
         o.area_offset = v->sb.bitmap_offset;
         o.area_size = v->sb.bitmap_size;
         o.region = region;
-        o.bits = needs && !full ? bits : NULL;
+        /* A full resync cut short by a crash resumes at its checkpoint when a valid bitmap
+         * records every region written since (below the checkpoint those are the only ones a
+         * crash may have left inconsistent): both are resynced (docs/ARCHITECTURE.md). */
+        resume = full && v->was_dirty && valid > 0 && v->sb.resync_offset > 0;
+        o.bits = needs && (!full || resume) ? bits : NULL;
     } else {
         rk_warn("array has no write-intent bitmap: an unclean shutdown costs a full resync "
                 "(add one offline with `raidkit bitmap --add`)");
@@ -123,9 +128,13 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
     }
     v->resync = needs;
     v->resync_full = full;
-    /* A full resync resumes at its checkpoint only after a clean stop: after a crash the
-     * regions below it may be stale again. */
-    v->resync_from = full && !v->was_dirty ? v->sb.resync_offset : 0;
+    /* A full resync resumes at its checkpoint after a clean stop; after a crash only with the
+     * bitmap's regions (resume): without it, the regions below it may be stale again. */
+    v->resync_from = full && (!v->was_dirty || resume) ? v->sb.resync_offset : 0;
+    if (resume)
+        rk_info("full resync resumes at its checkpoint (member data offset %" PRIu64
+                "), with the regions the write-intent bitmap marks below it",
+                v->resync_from);
     if (needs) {
         v->sb.resync_flags = RK_SB_RESYNC_PENDING | (full ? RK_SB_RESYNC_FULL : 0);
         v->sb.resync_offset = v->resync_from;

@@ -13,6 +13,12 @@
 
 #define MiB (1024ull * 1024ull)
 
+/* Ring of claimed steps: workers may run ahead of the oldest unfinished step by this many. */
+#define JOB_RING (2 * RAID_JOB_DEPTH_MAX)
+
+/* The largest step ops->step_mul makes (a step of one chunk may still be larger). */
+#define RAID_JOB_PIPE_STEP (4 * MiB)
+
 struct raid_job {
     pthread_mutex_t lock; /* everything below but stop */
     pthread_cond_t cond;  /* CLOCK_MONOTONIC: the job ended, or a stop was asked */
@@ -27,6 +33,14 @@ struct raid_job {
     /* Scrub mismatch locations of the running job and of the last finished scrub. */
     struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX], last_mm[RK_RAID_MISMATCH_MAX];
     int n_mm, n_last_mm;
+    /* Steps in flight of a job with ops->depth > 1 (job_pipe): a ring of claimed steps in
+     * claim order (head = the oldest not yet popped by the job thread). */
+    pthread_cond_t pcond; /* a step ended, a worker left, or ring room was made */
+    uint64_t p_next, p_end, p_step;
+    uint64_t p_pos[JOB_RING], p_len[JOB_RING];
+    bool p_done[JOB_RING];
+    uint32_t p_head, p_n, p_window, p_workers;
+    int p_err; /* the first step error: no step is claimed after it */
 };
 
 static double job_now(void)
@@ -46,6 +60,7 @@ int raid_job_init(struct raid_priv *r)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&j->lock, NULL);
     pthread_cond_init(&j->cond, &ca);
+    pthread_cond_init(&j->pcond, &ca);
     pthread_condattr_destroy(&ca);
     r->job = j;
     return 0;
@@ -92,6 +107,7 @@ void raid_job_destroy(struct raid_priv *r)
         return;
     job_stop(j);
     pthread_cond_destroy(&j->cond);
+    pthread_cond_destroy(&j->pcond);
     pthread_mutex_destroy(&j->lock);
     free(j);
     r->job = NULL;
@@ -105,16 +121,22 @@ uint64_t raid_job_step_bytes(const struct raid_priv *r, uint64_t rate)
     return chunk >= MiB ? chunk : MiB / chunk * chunk;
 }
 
-/* Progress bookkeeping after a step; then sleep while ahead of the rate limit (a stop wakes
- * the sleep at once). */
-static void job_advance(struct raid_job *j, uint64_t pos)
+/* Progress bookkeeping once [start, pos) is done. Called with j->lock held. */
+static void job_progress(struct raid_job *j, uint64_t pos)
 {
-    pthread_mutex_lock(&j->lock);
     j->prog.pos = pos;
     double dt = job_now() - j->t0;
-    uint64_t done = pos - j->prog.start, rate = j->prog.rate_limit;
+    uint64_t done = pos - j->prog.start;
     j->prog.rate = dt > 0 ? (double)done / dt : 0;
     j->prog.eta = j->prog.rate > 0 ? (double)(j->prog.end - pos) / j->prog.rate : -1;
+}
+
+/* Sleep (j->lock held) while done bytes are ahead of the rate limit; a stop wakes it at once.
+ * Returns true when it slept (the caller re-checks what may have changed meanwhile). */
+static bool job_rate_wait(struct raid_job *j, uint64_t done)
+{
+    uint64_t rate = j->prog.rate_limit;
+    bool slept = false;
     while (rate && !atomic_load(&j->stop)) {
         double wake = j->t0 + (double)done / (double)rate;
         if (wake <= job_now())
@@ -122,7 +144,18 @@ static void job_advance(struct raid_job *j, uint64_t pos)
         struct timespec ts = {.tv_sec = (time_t)wake};
         ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
         pthread_cond_timedwait(&j->cond, &j->lock, &ts);
+        slept = true;
     }
+    return slept;
+}
+
+/* Progress bookkeeping after a step; then sleep while ahead of the rate limit (a stop wakes
+ * the sleep at once). */
+static void job_advance(struct raid_job *j, uint64_t pos)
+{
+    pthread_mutex_lock(&j->lock);
+    job_progress(j, pos);
+    job_rate_wait(j, pos - j->prog.start);
     pthread_mutex_unlock(&j->lock);
 }
 
@@ -140,21 +173,23 @@ static void job_end(struct raid_priv *r, int err)
     pthread_mutex_unlock(&j->lock);
 }
 
-static void *job_thread(void *arg)
+/* When a checkpoint is due at pos (ck_*: the last one). */
+static bool job_ckpt_due(const struct raid_job_ops *ops, uint64_t pos, uint64_t end,
+                         uint64_t ck_pos, double ck_time)
 {
-    struct raid_priv *r = arg;
+    return ops->checkpoint && pos < end &&
+           (job_now() - ck_time >= RAID_JOB_CKPT_SECS || pos - ck_pos >= RAID_JOB_CKPT_BYTES);
+}
+
+/* One step after another on the job thread, from *pos to end; *pos = where it stopped.
+ * Returns 0, -EINTR (stopped) or the step's error. */
+static int job_serial(struct raid_priv *r, const struct raid_job_ops *ops, void *ctx,
+                      uint64_t *posp, uint64_t end, uint64_t step)
+{
     struct raid_job *j = r->job;
-    pthread_mutex_lock(&j->lock);
-    const struct raid_job_ops *ops = j->ops;
-    void *ctx = j->ctx;
-    uint64_t pos = j->prog.start, end = j->prog.end;
-    uint64_t step = raid_job_step_bytes(r, j->prog.rate_limit), ck_pos = pos;
-    pthread_mutex_unlock(&j->lock);
+    uint64_t pos = *posp, ck_pos = pos;
     double ck_time = job_now();
     int err = 0;
-
-    if (ops->begin)
-        ops->begin(r, ctx, pos, end);
     while (pos < end) {
         if (atomic_load(&j->stop)) {
             err = -EINTR;
@@ -168,14 +203,157 @@ static void *job_thread(void *arg)
         if (err)
             break;
         pos += len;
-        if (ops->checkpoint && pos < end &&
-            (job_now() - ck_time >= RAID_JOB_CKPT_SECS || pos - ck_pos >= RAID_JOB_CKPT_BYTES)) {
+        if (ops->done)
+            ops->done(r, ctx, pos);
+        if (job_ckpt_due(ops, pos, end, ck_pos, ck_time)) {
             ops->checkpoint(r, ctx, pos);
             ck_pos = pos;
             ck_time = job_now();
         }
         job_advance(j, pos);
     }
+    *posp = pos;
+    return err;
+}
+
+/* A worker of a pipelined job (job_pipe): claim the next step in order (within the ring's
+ * window, after the rate limit's sleep), lock its range, run it, mark it done; until the end,
+ * a stop or a step error. */
+static void *job_worker(void *arg)
+{
+    struct raid_priv *r = arg;
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    const struct raid_job_ops *ops = j->ops;
+    void *ctx = j->ctx;
+    while (!atomic_load(&j->stop) && !j->p_err && j->p_next < j->p_end) {
+        if (j->p_n >= j->p_window) {
+            pthread_cond_wait(&j->pcond, &j->lock);
+            continue;
+        }
+        if (job_rate_wait(j, j->p_next - j->prog.start))
+            continue;
+        uint32_t k = (j->p_head + j->p_n++) % JOB_RING;
+        uint64_t pos = j->p_next, len = j->p_end - pos < j->p_step ? j->p_end - pos : j->p_step;
+        j->p_pos[k] = pos;
+        j->p_len[k] = len;
+        j->p_done[k] = false;
+        j->p_next += len;
+        pthread_mutex_unlock(&j->lock);
+        struct raid_range lk;
+        raid_range_lock(r, &lk, pos, len);
+        int err = ops->step(r, ctx, pos, len);
+        raid_range_unlock(r, &lk);
+        pthread_mutex_lock(&j->lock);
+        if (err && !j->p_err)
+            j->p_err = err; /* the step stays not done: the job's position stops before it */
+        j->p_done[k] = !err;
+        pthread_cond_broadcast(&j->pcond);
+    }
+    j->p_workers--;
+    pthread_cond_broadcast(&j->pcond);
+    pthread_mutex_unlock(&j->lock);
+    return NULL;
+}
+
+/* Start up to ops->depth workers over [*posp, end). Returns the number started (0: none). */
+static uint32_t job_pipe_start(struct raid_priv *r, const struct raid_job_ops *ops, uint64_t pos,
+                               uint64_t end, uint64_t step, pthread_t *th)
+{
+    struct raid_job *j = r->job;
+    uint32_t depth = ops->depth < RAID_JOB_DEPTH_MAX ? ops->depth : RAID_JOB_DEPTH_MAX, n = 0;
+    pthread_mutex_lock(&j->lock);
+    j->p_next = pos;
+    j->p_end = end;
+    j->p_step = step;
+    j->p_head = j->p_n = j->p_workers = 0;
+    j->p_window = 2 * depth;
+    j->p_err = 0;
+    for (uint32_t i = 0; i < depth; i++) {
+        j->p_workers++;
+        if (pthread_create(&th[n], NULL, job_worker, r)) {
+            j->p_workers--;
+            break;
+        }
+        n++;
+    }
+    pthread_mutex_unlock(&j->lock);
+    return n;
+}
+
+/* Several steps in flight (ops->depth > 1): workers run the steps, this thread pops them in
+ * claim order and, for each advance of the position (every step before it done), calls
+ * ops->done, a due checkpoint and the progress update, so a checkpoint never claims a step
+ * that is still running. *posp = the position reached. Returns 0, -EINTR, a step's error,
+ * or -EAGAIN when no worker could be started (nothing was done). */
+static int job_pipe(struct raid_priv *r, const struct raid_job_ops *ops, void *ctx, uint64_t *posp,
+                    uint64_t end, uint64_t step)
+{
+    struct raid_job *j = r->job;
+    pthread_t th[RAID_JOB_DEPTH_MAX];
+    uint32_t nth = job_pipe_start(r, ops, *posp, end, step, th);
+    if (!nth)
+        return -EAGAIN;
+    uint64_t pos = *posp, ck_pos = pos;
+    double ck_time = job_now();
+    pthread_mutex_lock(&j->lock);
+    for (;;) {
+        uint64_t npos = pos;
+        while (j->p_n && j->p_done[j->p_head]) {
+            npos = j->p_pos[j->p_head] + j->p_len[j->p_head];
+            j->p_head = (j->p_head + 1) % JOB_RING;
+            j->p_n--;
+        }
+        if (npos == pos) {
+            if (!j->p_workers)
+                break;
+            pthread_cond_wait(&j->pcond, &j->lock);
+            continue;
+        }
+        pthread_cond_broadcast(&j->pcond); /* ring room */
+        pthread_mutex_unlock(&j->lock);
+        pos = npos;
+        if (ops->done)
+            ops->done(r, ctx, pos);
+        if (job_ckpt_due(ops, pos, end, ck_pos, ck_time)) {
+            ops->checkpoint(r, ctx, pos);
+            ck_pos = pos;
+            ck_time = job_now();
+        }
+        pthread_mutex_lock(&j->lock);
+        job_progress(j, pos);
+    }
+    int err = j->p_err;
+    pthread_mutex_unlock(&j->lock);
+    for (uint32_t i = 0; i < nth; i++)
+        pthread_join(th[i], NULL);
+    *posp = pos;
+    return err ? err : pos < end ? -EINTR : 0;
+}
+
+static void *job_thread(void *arg)
+{
+    struct raid_priv *r = arg;
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    const struct raid_job_ops *ops = j->ops;
+    void *ctx = j->ctx;
+    uint64_t pos = j->prog.start, end = j->prog.end, rate = j->prog.rate_limit;
+    uint64_t step = raid_job_step_bytes(r, rate);
+    pthread_mutex_unlock(&j->lock);
+    int err = -EAGAIN;
+
+    if (ops->begin)
+        ops->begin(r, ctx, pos, end);
+    if (ops->depth > 1 && pos < end) {
+        /* step_mul x step, but no more than RAID_JOB_PIPE_STEP (large chunks: one chunk). */
+        uint64_t mul = ops->step_mul && (!rate || rate >= 4 * MiB) ? ops->step_mul : 1;
+        while (mul > 1 && step * mul > RAID_JOB_PIPE_STEP)
+            mul--;
+        err = job_pipe(r, ops, ctx, &pos, end, step * mul);
+    }
+    if (err == -EAGAIN)
+        err = job_serial(r, ops, ctx, &pos, end, step);
     if (err == -EINTR && ops->checkpoint)
         ops->checkpoint(r, ctx, pos);
     err = ops->finish(r, ctx, pos, err);

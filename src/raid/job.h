@@ -44,7 +44,23 @@ struct raid_job_ops {
      * result (rk_raid_job_wait, rk_raid_progress.error), e.g. err, or an error of its own
      * final work. Frees ctx. The progress still says RUNNING while it runs. */
     int (*finish)(struct raid_priv *r, void *ctx, uint64_t pos, int err);
+    /* Optional: steps in flight at once (0 or 1: one after another on the job thread; at most
+     * RAID_JOB_DEPTH_MAX). Above 1, that many worker threads each claim the next step in order,
+     * lock its range and run ops->step, so the steps of one job overlap (their ranges never
+     * do); the job thread then only runs the hooks below in order. step must then be safe to
+     * run concurrently with itself on disjoint ranges (ctx counters atomic). */
+    uint32_t depth;
+    /* Optional, only with depth > 1: the multiple of raid_job_step_bytes() a step covers (at
+     * most 4 MiB by it, job.c RAID_JOB_PIPE_STEP; 1 under a rate limit below 4 MiB/s). */
+    uint32_t step_mul;
+    /* Optional: every step of [start, pos) is done (called in order with a growing pos, on
+     * the job thread, outside any range lock, before the checkpoint of pos): e.g. to mark what
+     * pos completes. With depth <= 1 it follows each step. */
+    void (*done)(struct raid_priv *r, void *ctx, uint64_t pos);
 };
+
+/* The most steps of one job in flight (struct raid_job_ops.depth). */
+#define RAID_JOB_DEPTH_MAX 8
 
 /* What to start (raid_job_start). */
 struct raid_job_spec {
