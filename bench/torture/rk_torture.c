@@ -39,6 +39,8 @@ struct cfg {
     char levels[128], variants[64];
     uint64_t cuts, seed, cut_max, member_bytes, max_ops;
     int threads, max_fail, verbose;
+    double deadline; /* seconds after start: stop cycling (0 = none) */
+    double t0;
     bool nbd;
     char dir[400];
     char logpath[450];
@@ -364,9 +366,9 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
         snprintf(keep, sizeof(keep), "%s/fail-%s-%s-%" PRIu64 ".log", c->dir, a->name,
                  remove ? "remove" : "fail", seed);
         fflush(stderr);
-        char cmd[1500];
+        char cmd[1100];
         snprintf(cmd, sizeof(cmd), "cp '%s' '%s' 2>/dev/null", c->logpath, keep);
-        if (system(cmd) != 0)
+        if (s->failed > 20 || system(cmd) != 0) /* the logs of the first 20 failures only */
             keep[0] = 0;
         printf("FAIL %s %s seed=%" PRIu64 " cut_after=%" PRIu64 ": %s%s%s\n", a->name,
                remove ? "remove" : "fail", seed, cy.cut_after, cy.why, keep[0] ? "; log " : "",
@@ -396,7 +398,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rk_torture [--levels L,..] [--variants fail,remove] [--cuts N] [--seed S]\n"
                "       [--path dev|nbd] [--threads T] [--member-mib M] [--cut-max C] [--dir DIR]\n"
-               "       [--max-ops N] [--max-fail K] [-v] | --self-test\n");
+               "       [--max-ops N] [--max-fail K] [--deadline SECONDS] [-v] | --self-test\n");
 }
 
 /* Parse argv into c; returns 0, 1 (self-test asked and run: exit code in *rc) or 2 (usage). */
@@ -407,7 +409,7 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
         {"seed", 1, 0, 's'},    {"path", 1, 0, 'p'},     {"threads", 1, 0, 't'},
         {"member-mib", 1, 0, 'm'}, {"cut-max", 1, 0, 'c'}, {"dir", 1, 0, 'd'},
         {"max-ops", 1, 0, 'o'}, {"max-fail", 1, 0, 'f'}, {"verbose", 0, 0, 'v'},
-        {"self-test", 0, 0, 'T'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+        {"self-test", 0, 0, 'T'}, {"deadline", 1, 0, 'D'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
     *c = (struct cfg){.cuts = 200, .seed = 1, .cut_max = 1500, .member_bytes = 5ull << 20,
                       .max_ops = 200000, .threads = 4, .max_fail = 20};
     snprintf(c->levels, sizeof(c->levels), "raid1,raid10,raid5,raid6");
@@ -452,6 +454,7 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
         case 'c': c->cut_max = x ? x : 1; break;
         case 'o': c->max_ops = x ? x : 1; break;
         case 'f': c->max_fail = (int)x; break;
+        case 'D': c->deadline = (double)x; break;
         }
     }
     if (optind < argc) {
@@ -482,12 +485,18 @@ static uint64_t run_level(const struct cfg *c, const char *level)
         }
         struct sum s = {0};
         double t0 = now_s();
-        for (uint64_t k = 0; k < c->cuts; k++)
+        for (uint64_t k = 0; k < c->cuts; k++) {
+            if (c->deadline > 0 && now_s() - c->t0 > c->deadline) {
+                printf("deadline: %s %s stopped after %" PRIu64 " of %" PRIu64 " cycles\n",
+                       a.name, var, k, c->cuts);
+                break;
+            }
             if (!cycle_run(c, &a, remove, c->seed + k, &s) && (int)s.failed >= c->max_fail &&
                 c->max_fail > 0) {
                 printf("stopping %s %s after %" PRIu64 " failed cycles\n", a.name, var, s.failed);
                 break;
             }
+        }
         print_sum(a.name, var, &s, now_s() - t0);
         failed += s.failed;
     }
@@ -502,7 +511,8 @@ int main(int argc, char **argv)
     int p = parse_args(argc, argv, &c, &rc);
     if (p)
         return p == 1 ? rc : 2;
-    char tmpl[420];
+    c.t0 = now_s();
+    char tmpl[400];
     snprintf(tmpl, sizeof(tmpl), "%.380s/rk-torture-XXXXXX", c.dir);
     if (!mkdtemp(tmpl)) {
         fprintf(stderr, "rk_torture: --dir %s: cannot make a directory: %s\n", c.dir,

@@ -13,15 +13,22 @@ static void put64(uint8_t *p, uint64_t v)
     memcpy(p, &v, 8); /* little-endian host */
 }
 
+/* The 64-byte body piece of (b, g): keyed BLAKE2b of ix personalised "body". */
+static void stamp_piece(const uint8_t key[STAMP_KEY], const uint8_t ix[16], uint8_t piece[64])
+{
+    struct blake2b s;
+    blake2b_init(&s, 64, key, STAMP_KEY, "body", 4);
+    blake2b_update(&s, ix, 16);
+    blake2b_final(&s, piece);
+}
+
 void stamp_block(const uint8_t key[STAMP_KEY], uint64_t b, uint64_t g, uint8_t *out)
 {
     uint8_t ix[16], piece[64], mac[32];
     put64(ix, b);
     put64(ix + 8, g);
     struct blake2b s;
-    blake2b_init(&s, 64, key, STAMP_KEY, "body", 4);
-    blake2b_update(&s, ix, 16);
-    blake2b_final(&s, piece);
+    stamp_piece(key, ix, piece);
     uint8_t *body = out + 64;
     for (int i = 0; i < 63; i++)
         memcpy(body + 64 * i, piece, 64);
@@ -48,6 +55,31 @@ int64_t stamp_parse(const uint8_t key[STAMP_KEY], uint64_t b, const uint8_t *dat
         return -1;
     stamp_block(key, b, g, scratch);
     return memcmp(data, scratch, STAMP_BLOCK) == 0 ? (int64_t)g : -1;
+}
+
+uint64_t stamp_claim(uint64_t b, const uint8_t *data)
+{
+    uint64_t xb, g;
+    memcpy(&xb, data + 8, 8);
+    memcpy(&g, data + 16, 8);
+    return memcmp(data, stamp_magic, 8) == 0 && xb == b ? g : 0;
+}
+
+int64_t stamp_match(const uint8_t key[STAMP_KEY], uint64_t b, uint64_t g, const uint8_t *data,
+                    const uint8_t mac[32])
+{
+    static const uint8_t zero8[8];
+    uint8_t ix[16], piece[64];
+    put64(ix, b);
+    put64(ix + 8, g);
+    if (g == 0 || memcmp(data, stamp_magic, 8) || memcmp(data + 8, ix, 16) ||
+        memcmp(data + 24, mac, 32) || memcmp(data + 56, zero8, 8))
+        return -1;
+    stamp_piece(key, ix, piece);
+    for (int i = 0; i < 63; i++)
+        if (memcmp(data + 64 + 64 * i, piece, 64))
+            return -1;
+    return (int64_t)g;
 }
 
 static void hex(const uint8_t *p, size_t n, char *out)
@@ -81,6 +113,10 @@ bool stamp_self_test(void)
     if (stamp_parse(key, 5, blk, 7, scratch) != 7 || stamp_parse(key, 6, blk, 7, scratch) != -1 ||
         stamp_parse(key, 5, blk, 6, scratch) != -1)
         return false;
+    if (stamp_claim(5, blk) != 7 || stamp_match(key, 5, 7, blk, blk + 24) != 7)
+        return false;
+    uint8_t mac[32];
+    memcpy(mac, blk + 24, 32);
     blk[100] ^= 1;
-    return stamp_parse(key, 5, blk, 7, scratch) == -1;
+    return stamp_parse(key, 5, blk, 7, scratch) == -1 && stamp_match(key, 5, 7, blk, mac) == -1;
 }

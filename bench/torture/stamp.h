@@ -22,6 +22,17 @@ void stamp_block(const uint8_t key[STAMP_KEY], uint64_t b, uint64_t g, uint8_t *
 int64_t stamp_parse(const uint8_t key[STAMP_KEY], uint64_t b, const uint8_t *data, uint64_t gmax,
                     uint8_t *scratch);
 
+/* The generation header of data claims for block b: g >= 1 when the magic and the index match
+ * (nothing else checked), else 0. */
+uint64_t stamp_claim(uint64_t b, const uint8_t *data);
+
+/* As stamp_parse for a block whose header claims generation g (stamp_claim), with mac the
+ * 32-byte MAC stamp_block wrote for (b, g) (kept by the writer): the body is regenerated (one
+ * small BLAKE2b) and the whole block compared with the stamp, MAC included, without hashing the
+ * 4 KiB again. Returns g when data is exactly stamp_block(key, b, g), else -1. */
+int64_t stamp_match(const uint8_t key[STAMP_KEY], uint64_t b, uint64_t g, const uint8_t *data,
+                    const uint8_t mac[32]);
+
 /* Check the BLAKE2b code and the stamp layout against vectors computed with Python's hashlib
  * (RFC 7693 "abc", and one stamp): true when they match. */
 bool stamp_self_test(void);

@@ -46,6 +46,9 @@ void wl_free(struct wl *w)
     free(w->acked);
     free(w->durable);
     free(w->snap);
+    free(w->macs);
+    w->macs = NULL;
+    w->nmacs = w->capmacs = 0;
     w->busy = w->src = NULL;
     w->acked = w->durable = w->snap = NULL;
     pthread_mutex_destroy(&w->mu);
@@ -94,10 +97,55 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
     }
 }
 
-void wl_stamp(const struct wl *w, const struct wl_op *op, uint8_t *buf)
+static uint64_t wl_mac_hash(uint64_t k)
 {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    return k ^ (k >> 33);
+}
+
+/* The MAC slot of key k in tab (cap a power of two): its entry or the free slot for it. */
+static struct wl_mac *wl_mac_slot(struct wl_mac *tab, uint64_t cap, uint64_t k)
+{
+    for (uint64_t i = wl_mac_hash(k) & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (tab[i].key == k || tab[i].key == 0)
+            return &tab[i];
+}
+
+/* Remember mac for (b, g); mu held. Returns 0 or -ENOMEM. */
+static int wl_mac_put(struct wl *w, uint64_t b, uint64_t g, const uint8_t *mac)
+{
+    if (2 * (w->nmacs + 1) > w->capmacs) {
+        uint64_t cap = w->capmacs ? 2 * w->capmacs : 1u << 14;
+        struct wl_mac *t = calloc(cap, sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        for (uint64_t i = 0; i < w->capmacs; i++)
+            if (w->macs[i].key)
+                *wl_mac_slot(t, cap, w->macs[i].key) = w->macs[i];
+        free(w->macs);
+        w->macs = t;
+        w->capmacs = cap;
+    }
+    uint64_t k = (b << 32 | g) + 1;
+    struct wl_mac *e = wl_mac_slot(w->macs, w->capmacs, k);
+    if (!e->key)
+        w->nmacs++;
+    e->key = k;
+    memcpy(e->mac, mac, 32);
+    return 0;
+}
+
+int wl_stamp(struct wl *w, const struct wl_op *op, uint8_t *buf)
+{
+    int r = 0;
     for (uint32_t i = 0; i < op->n; i++)
         stamp_block(w->key, op->start + i, op->g, buf + (size_t)i * STAMP_BLOCK);
+    pthread_mutex_lock(&w->mu);
+    for (uint32_t i = 0; i < op->n && !r; i++)
+        r = wl_mac_put(w, op->start + i, op->g, buf + (size_t)i * STAMP_BLOCK + 24);
+    pthread_mutex_unlock(&w->mu);
+    return r;
 }
 
 void wl_done(struct wl *w, const struct wl_op *op, int r)
@@ -151,8 +199,9 @@ static void *wl_dev_thread(void *arg)
         if (op.flush) {
             r = rk_dev_flush(t->dev);
         } else {
-            wl_stamp(t->w, &op, buf);
-            r = rk_dev_write(t->dev, buf, (uint64_t)op.n * STAMP_BLOCK, op.start * STAMP_BLOCK,
+            r = wl_stamp(t->w, &op, buf);
+            if (!r)
+                r = rk_dev_write(t->dev, buf, (uint64_t)op.n * STAMP_BLOCK, op.start * STAMP_BLOCK,
                              op.fua ? RK_WRITE_FUA : 0);
         }
         wl_done(t->w, &op, r);
@@ -185,7 +234,16 @@ int wl_run_dev(struct wl *w, struct rk_dev *dev, int nthreads, uint64_t seed)
 static void wl_classify(const struct wl *w, uint64_t b, const uint8_t *data, uint8_t *scratch,
                         struct wl_verify *v)
 {
-    int64_t g = stamp_parse(w->key, b, data, w->gen, scratch);
+    static const uint8_t zero[STAMP_BLOCK];
+    uint64_t claim = stamp_claim(b, data);
+    int64_t g = -1;
+    if (claim && claim <= w->gen && w->capmacs) {
+        const struct wl_mac *e = wl_mac_slot(w->macs, w->capmacs, (b << 32 | claim) + 1);
+        g = e->key ? stamp_match(w->key, b, claim, data, e->mac)
+                   : stamp_parse(w->key, b, data, w->gen, scratch);
+    } else if (!claim && memcmp(data, zero, STAMP_BLOCK) == 0) {
+        g = 0;
+    }
     uint64_t *bad = NULL;
     if (g < 0)
         bad = &v->garbage;

@@ -32,9 +32,18 @@ struct wl {
     uint32_t gen;      /* last generation handed out */
     _Atomic bool stop; /* a request failed (the cut): issue nothing more */
     uint64_t max_ops;  /* safety bound on requests per cycle */
+    /* The MAC of every stamp written, by (block, generation): open addressing, under mu; lets
+     * the verify compare a block exactly without hashing 4 KiB again (stamp_match). */
+    struct wl_mac *macs;
+    uint64_t nmacs, capmacs; /* capmacs a power of two */
     /* counters (under mu) */
     uint64_t ops, writes, fuas, flushes, failed;
     int first_err; /* -errno of the first failed request */
+};
+
+struct wl_mac {
+    uint64_t key; /* (block << 32 | generation) + 1; 0 = free */
+    uint8_t mac[32];
 };
 
 /* One request. */
@@ -58,8 +67,9 @@ void wl_free(struct wl *w);
  * Returns true with *op, false when w->stop is set or max_ops reached. */
 bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op);
 
-/* Fill buf (op->n * STAMP_BLOCK bytes) with the stamps of op's blocks. */
-void wl_stamp(const struct wl *w, const struct wl_op *op, uint8_t *buf);
+/* Fill buf (op->n * STAMP_BLOCK bytes) with the stamps of op's blocks and remember their MACs.
+ * Returns 0 or -ENOMEM. */
+int wl_stamp(struct wl *w, const struct wl_op *op, uint8_t *buf);
 
 /* Record op's completion: r == 0 acknowledged (a write: acked; FUA: durable; a FLUSH: every
  * snapshotted acknowledgement durable), else failed (sets stop). */
