@@ -42,6 +42,7 @@ struct cfg {
     double deadline; /* seconds after start: stop cycling (0 = none) */
     double t0;
     bool nbd;
+    bool no_resync; /* fail variant: stop the restart's resync before the scrub (diagnosis) */
     char dir[400];
     char logpath[450];
 };
@@ -229,7 +230,7 @@ static int cycle_load(const struct cfg *c, struct arr *a, struct wl *w, struct c
 static void cycle_scrub(struct rk_dev *raid, struct cyc *cy)
 {
     int r = rk_raid_job_wait(raid); /* the resync of the dirty restart, or a rebuild */
-    if (r < 0)
+    if (r < 0 && r != -EINTR) /* -EINTR: stopped (--no-resync) */
         FAILF(cy, "resync/rebuild job failed: %s", strerror(-r));
     r = rk_raid_scrub_start(raid, false, 0);
     if (r == 0)
@@ -253,13 +254,14 @@ static void verify_into(const struct wl *w, struct rk_dev *dev, struct wl_verify
         FAILF(cy,
               "verify %s: lost_flush=%" PRIu64 " lost_fua=%" PRIu64 " garbage=%" PRIu64
               " read_errors=%" PRIu64 " (first: block %" PRIu64 " holds %" PRId64
-              ", durable %" PRIu32 ")",
+              ", durable %" PRIu32 ", newest written %" PRIu32 "%s)",
               when, v->lost_flush, v->lost_fua, v->garbage, v->read_errors, v->first_bad,
-              v->first_bad_g, w->durable[v->first_bad]);
+              v->first_bad_g, w->durable[v->first_bad], w->issued[v->first_bad],
+              w->issued[v->first_bad] ? "" : ": never written in this cycle");
 }
 
 /* Phase 2 of variant fail: all members, verify, resync + scrub, fail a slot, verify. */
-static void cycle_fail(struct arr *a, struct wl *w, struct cyc *cy)
+static void cycle_fail(const struct cfg *c, struct arr *a, struct wl *w, struct cyc *cy)
 {
     const char *paths[MAX_MEMBERS];
     for (int i = 0; i < a->n; i++)
@@ -271,6 +273,8 @@ static void cycle_fail(struct arr *a, struct wl *w, struct cyc *cy)
         return;
     }
     struct rk_dev *raid = rk_volume_raid(v);
+    if (c->no_resync) /* what the log replay alone left: the scrub then sees every stale stripe */
+        rk_raid_job_stop(raid);
     verify_into(w, rk_volume_dev(v), &cy->v1, cy, "after restart");
     cycle_scrub(raid, cy);
     uint32_t slot = (uint32_t)(cy->seed % (uint64_t)a->n);
@@ -344,7 +348,7 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
     if (r < 0)
         FAILF(&cy, "reset members: %s", strerror(-r));
     else if (cycle_load(c, a, &w, &cy, &rng) == 0 && !cy.fail)
-        remove ? cycle_remove(c, a, &w, &cy) : cycle_fail(a, &w, &cy);
+        remove ? cycle_remove(c, a, &w, &cy) : cycle_fail(c, a, &w, &cy);
     s->cycles++;
     s->cuts += cy.cut;
     s->ops += w.ops;
@@ -398,7 +402,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: rk_torture [--levels L,..] [--variants fail,remove] [--cuts N] [--seed S]\n"
                "       [--path dev|nbd] [--threads T] [--member-mib M] [--cut-max C] [--dir DIR]\n"
-               "       [--max-ops N] [--max-fail K] [--deadline SECONDS] [-v] | --self-test\n");
+               "       [--max-ops N] [--max-fail K] [--deadline SECONDS] [--no-resync] [-v] |\n"
+               "       --self-test\n");
 }
 
 /* Parse argv into c; returns 0, 1 (self-test asked and run: exit code in *rc) or 2 (usage). */
@@ -409,7 +414,7 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
         {"seed", 1, 0, 's'},    {"path", 1, 0, 'p'},     {"threads", 1, 0, 't'},
         {"member-mib", 1, 0, 'm'}, {"cut-max", 1, 0, 'c'}, {"dir", 1, 0, 'd'},
         {"max-ops", 1, 0, 'o'}, {"max-fail", 1, 0, 'f'}, {"verbose", 0, 0, 'v'},
-        {"self-test", 0, 0, 'T'}, {"deadline", 1, 0, 'D'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
+        {"self-test", 0, 0, 'T'}, {"deadline", 1, 0, 'D'}, {"no-resync", 0, 0, 'R'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
     *c = (struct cfg){.cuts = 200, .seed = 1, .cut_max = 1500, .member_bytes = 5ull << 20,
                       .max_ops = 200000, .threads = 4, .max_fail = 20};
     snprintf(c->levels, sizeof(c->levels), "raid1,raid10,raid5,raid6");
@@ -433,6 +438,7 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
             continue;
         case 'd': snprintf(c->dir, sizeof(c->dir), "%s", optarg); continue;
         case 'v': c->verbose = 1; continue;
+        case 'R': c->no_resync = true; continue;
         case 'T': *rc = stamp_self_test() ? 0 : 1;
             printf("rk_torture self-test: %s\n", *rc ? "FAILED" : "ok");
             return 1;

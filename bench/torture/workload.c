@@ -32,7 +32,8 @@ int wl_init(struct wl *w, uint64_t nblocks, uint64_t seed, uint64_t max_ops)
     w->acked = calloc(nblocks, sizeof(uint32_t));
     w->durable = calloc(nblocks, sizeof(uint32_t));
     w->snap = calloc(nblocks, sizeof(uint32_t));
-    if (!w->busy || !w->src || !w->acked || !w->durable || !w->snap) {
+    w->issued = calloc(nblocks, sizeof(uint32_t));
+    if (!w->busy || !w->src || !w->acked || !w->durable || !w->snap || !w->issued) {
         wl_free(w);
         return -ENOMEM;
     }
@@ -46,6 +47,8 @@ void wl_free(struct wl *w)
     free(w->acked);
     free(w->durable);
     free(w->snap);
+    free(w->issued);
+    w->issued = NULL;
     free(w->macs);
     w->macs = NULL;
     w->nmacs = w->capmacs = 0;
@@ -87,6 +90,8 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
         if (free_range) {
             memset(w->busy + op->start, 1, op->n);
             op->g = ++w->gen;
+            for (uint32_t i = 0; i < op->n; i++)
+                w->issued[op->start + i] = op->g;
             w->ops++;
             w->writes++;
             w->fuas += op->fua;

@@ -28,6 +28,7 @@ struct wl {
     uint32_t *durable; /* durable generation per block (0: the zero block) */
     uint8_t *src;      /* enum wl_src of durable */
     uint32_t *snap;    /* acked[] when the FLUSH in flight was sent */
+    uint32_t *issued;  /* newest generation sent to each block (acknowledged or not), 0 = none */
     bool flushing;     /* one FLUSH in flight at most */
     uint32_t gen;      /* last generation handed out */
     _Atomic bool stop; /* a request failed (the cut): issue nothing more */
