@@ -52,10 +52,10 @@ struct arr {
     const char *name;
     int level, n;
     char path[MAX_MEMBERS][480];
-    uint8_t *tpl[MAX_MEMBERS];   /* member_bytes each */
-    uint64_t *nz[MAX_MEMBERS];   /* non-zero 4 KiB block indexes of the template */
+    uint8_t *tpl[MAX_MEMBERS]; /* member_bytes each */
+    uint64_t *nz[MAX_MEMBERS]; /* non-zero 4 KiB block indexes of the template */
     uint64_t nnz[MAX_MEMBERS];
-    uint64_t nblocks;            /* array blocks */
+    uint64_t nblocks; /* array blocks */
 };
 
 /* What one cycle found. */
@@ -230,7 +230,7 @@ static int cycle_load(const struct cfg *c, struct arr *a, struct wl *w, struct c
 static void cycle_scrub(struct rk_dev *raid, struct cyc *cy)
 {
     int r = rk_raid_job_wait(raid); /* the resync of the dirty restart, or a rebuild */
-    if (r < 0 && r != -EINTR) /* -EINTR: stopped (--no-resync) */
+    if (r < 0 && r != -EINTR)       /* -EINTR: stopped (--no-resync) */
         FAILF(cy, "resync/rebuild job failed: %s", strerror(-r));
     r = rk_raid_scrub_start(raid, false, 0);
     if (r == 0)
@@ -246,8 +246,8 @@ static void cycle_scrub(struct rk_dev *raid, struct cyc *cy)
               p.last_errors);
 }
 
-static void verify_into(const struct wl *w, struct rk_dev *dev, struct wl_verify *v,
-                        struct cyc *cy, const char *when)
+static void verify_into(const struct wl *w, struct rk_dev *dev, struct wl_verify *v, struct cyc *cy,
+                        const char *when)
 {
     wl_verify(w, dev, v);
     if (!wl_verify_ok(v))
@@ -333,8 +333,7 @@ static void vsum(struct wl_verify *s, const struct wl_verify *v)
 }
 
 /* One cycle of a level and variant; adds to s. Returns true when it passed. */
-static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t seed,
-                      struct sum *s)
+static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t seed, struct sum *s)
 {
     struct cyc cy = {.seed = seed};
     uint64_t rng = seed ^ 0x5eed5eed5eedull;
@@ -360,10 +359,10 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
     vsum(&s->v1, &cy.v1);
     vsum(&s->v2, &cy.v2);
     if (c->verbose)
-        printf("cycle %s %s seed=%" PRIu64 " cut_after=%" PRIu64 " ops=%" PRIu64
-               " old=%" PRIu64 " new=%" PRIu64 " %s\n",
-               a->name, remove ? "remove" : "fail", seed, cy.cut_after, w.ops, cy.v1.old,
-               cy.v1.neu, cy.fail ? cy.why : "ok");
+        printf("cycle %s %s seed=%" PRIu64 " cut_after=%" PRIu64 " ops=%" PRIu64 " old=%" PRIu64
+               " new=%" PRIu64 " %s\n",
+               a->name, remove ? "remove" : "fail", seed, cy.cut_after, w.ops, cy.v1.old, cy.v1.neu,
+               cy.fail ? cy.why : "ok");
     if (cy.fail) {
         s->failed++;
         char keep[560];
@@ -385,16 +384,16 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
 
 static void print_sum(const char *level, const char *variant, const struct sum *s, double secs)
 {
-    printf("torture-fast %s %s: cycles=%" PRIu64 " cuts=%" PRIu64 " failed=%" PRIu64
-           " ops=%" PRIu64 " writes=%" PRIu64 " fua=%" PRIu64 " flushes=%" PRIu64
-           " old=%" PRIu64 " new=%" PRIu64 " lost_flush=%" PRIu64 " lost_fua=%" PRIu64
-           " garbage=%" PRIu64 " read_errors=%" PRIu64 " scrub_mismatches=%" PRIu64
-           " after_old=%" PRIu64 " after_new=%" PRIu64 " after_lost=%" PRIu64
-           " after_garbage=%" PRIu64 " after_read_errors=%" PRIu64 " seconds=%.1f\n",
+    printf("torture-fast %s %s: cycles=%" PRIu64 " cuts=%" PRIu64 " failed=%" PRIu64 " ops=%" PRIu64
+           " writes=%" PRIu64 " fua=%" PRIu64 " flushes=%" PRIu64 " old=%" PRIu64 " new=%" PRIu64
+           " lost_flush=%" PRIu64 " lost_fua=%" PRIu64 " garbage=%" PRIu64 " read_errors=%" PRIu64
+           " scrub_mismatches=%" PRIu64 " after_old=%" PRIu64 " after_new=%" PRIu64
+           " after_lost=%" PRIu64 " after_garbage=%" PRIu64 " after_read_errors=%" PRIu64
+           " seconds=%.1f\n",
            level, variant, s->cycles, s->cuts, s->failed, s->ops, s->writes, s->fuas, s->flushes,
-           s->v1.old, s->v1.neu, s->v1.lost_flush, s->v1.lost_fua, s->v1.garbage,
-           s->v1.read_errors, s->mism, s->v2.old, s->v2.neu, s->v2.lost_flush + s->v2.lost_fua,
-           s->v2.garbage, s->v2.read_errors, secs);
+           s->v1.old, s->v1.neu, s->v1.lost_flush, s->v1.lost_fua, s->v1.garbage, s->v1.read_errors,
+           s->mism, s->v2.old, s->v2.neu, s->v2.lost_flush + s->v2.lost_fua, s->v2.garbage,
+           s->v2.read_errors, secs);
     fflush(stdout);
 }
 
@@ -409,14 +408,30 @@ static void usage(FILE *f)
 /* Parse argv into c; returns 0, 1 (self-test asked and run: exit code in *rc) or 2 (usage). */
 static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
 {
-    static const struct option lo[] = {
-        {"levels", 1, 0, 'l'},  {"variants", 1, 0, 'V'}, {"cuts", 1, 0, 'n'},
-        {"seed", 1, 0, 's'},    {"path", 1, 0, 'p'},     {"threads", 1, 0, 't'},
-        {"member-mib", 1, 0, 'm'}, {"cut-max", 1, 0, 'c'}, {"dir", 1, 0, 'd'},
-        {"max-ops", 1, 0, 'o'}, {"max-fail", 1, 0, 'f'}, {"verbose", 0, 0, 'v'},
-        {"self-test", 0, 0, 'T'}, {"deadline", 1, 0, 'D'}, {"no-resync", 0, 0, 'R'}, {"help", 0, 0, 'h'},    {0, 0, 0, 0}};
-    *c = (struct cfg){.cuts = 200, .seed = 1, .cut_max = 1500, .member_bytes = 5ull << 20,
-                      .max_ops = 200000, .threads = 4, .max_fail = 20};
+    static const struct option lo[] = {{"levels", 1, 0, 'l'},
+                                       {"variants", 1, 0, 'V'},
+                                       {"cuts", 1, 0, 'n'},
+                                       {"seed", 1, 0, 's'},
+                                       {"path", 1, 0, 'p'},
+                                       {"threads", 1, 0, 't'},
+                                       {"member-mib", 1, 0, 'm'},
+                                       {"cut-max", 1, 0, 'c'},
+                                       {"dir", 1, 0, 'd'},
+                                       {"max-ops", 1, 0, 'o'},
+                                       {"max-fail", 1, 0, 'f'},
+                                       {"verbose", 0, 0, 'v'},
+                                       {"self-test", 0, 0, 'T'},
+                                       {"deadline", 1, 0, 'D'},
+                                       {"no-resync", 0, 0, 'R'},
+                                       {"help", 0, 0, 'h'},
+                                       {0, 0, 0, 0}};
+    *c = (struct cfg){.cuts = 200,
+                      .seed = 1,
+                      .cut_max = 1500,
+                      .member_bytes = 5ull << 20,
+                      .max_ops = 200000,
+                      .threads = 4,
+                      .max_fail = 20};
     snprintf(c->levels, sizeof(c->levels), "raid1,raid10,raid5,raid6");
     snprintf(c->variants, sizeof(c->variants), "fail,remove");
     const char *base = getenv("TMPDIR");
@@ -429,21 +444,36 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
         uint64_t x = optarg ? strtoull(optarg, &end, 10) : 0;
         bool num = optarg && *optarg && end && !*end;
         switch (opt) {
-        case 'l': snprintf(c->levels, sizeof(c->levels), "%s", optarg); continue;
-        case 'V': snprintf(c->variants, sizeof(c->variants), "%s", optarg); continue;
+        case 'l':
+            snprintf(c->levels, sizeof(c->levels), "%s", optarg);
+            continue;
+        case 'V':
+            snprintf(c->variants, sizeof(c->variants), "%s", optarg);
+            continue;
         case 'p':
             if (strcmp(optarg, "dev") && strcmp(optarg, "nbd"))
                 break;
             c->nbd = !strcmp(optarg, "nbd");
             continue;
-        case 'd': snprintf(c->dir, sizeof(c->dir), "%s", optarg); continue;
-        case 'v': c->verbose = 1; continue;
-        case 'R': c->no_resync = true; continue;
-        case 'T': *rc = stamp_self_test() ? 0 : 1;
+        case 'd':
+            snprintf(c->dir, sizeof(c->dir), "%s", optarg);
+            continue;
+        case 'v':
+            c->verbose = 1;
+            continue;
+        case 'R':
+            c->no_resync = true;
+            continue;
+        case 'T':
+            *rc = stamp_self_test() ? 0 : 1;
             printf("rk_torture self-test: %s\n", *rc ? "FAILED" : "ok");
             return 1;
-        case 'h': usage(stdout); *rc = 0; return 1;
-        default: break;
+        case 'h':
+            usage(stdout);
+            *rc = 0;
+            return 1;
+        default:
+            break;
         }
         if (opt == '?' || !num) {
             if (opt != '?')
@@ -453,14 +483,30 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
             return 2;
         }
         switch (opt) {
-        case 'n': c->cuts = x; break;
-        case 's': c->seed = x; break;
-        case 't': c->threads = (int)(x ? (x > 32 ? 32 : x) : 1); break;
-        case 'm': c->member_bytes = (x < 2 ? 2 : x) << 20; break;
-        case 'c': c->cut_max = x ? x : 1; break;
-        case 'o': c->max_ops = x ? x : 1; break;
-        case 'f': c->max_fail = (int)x; break;
-        case 'D': c->deadline = (double)x; break;
+        case 'n':
+            c->cuts = x;
+            break;
+        case 's':
+            c->seed = x;
+            break;
+        case 't':
+            c->threads = (int)(x ? (x > 32 ? 32 : x) : 1);
+            break;
+        case 'm':
+            c->member_bytes = (x < 2 ? 2 : x) << 20;
+            break;
+        case 'c':
+            c->cut_max = x ? x : 1;
+            break;
+        case 'o':
+            c->max_ops = x ? x : 1;
+            break;
+        case 'f':
+            c->max_fail = (int)x;
+            break;
+        case 'D':
+            c->deadline = (double)x;
+            break;
         }
     }
     if (optind < argc) {
@@ -493,8 +539,8 @@ static uint64_t run_level(const struct cfg *c, const char *level)
         double t0 = now_s();
         for (uint64_t k = 0; k < c->cuts; k++) {
             if (c->deadline > 0 && now_s() - c->t0 > c->deadline) {
-                printf("deadline: %s %s stopped after %" PRIu64 " of %" PRIu64 " cycles\n",
-                       a.name, var, k, c->cuts);
+                printf("deadline: %s %s stopped after %" PRIu64 " of %" PRIu64 " cycles\n", a.name,
+                       var, k, c->cuts);
                 break;
             }
             if (!cycle_run(c, &a, remove, c->seed + k, &s) && (int)s.failed >= c->max_fail &&

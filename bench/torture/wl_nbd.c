@@ -99,8 +99,7 @@ static int wln_handshake(int fd, uint64_t want_size, char *err, size_t errlen)
 }
 
 /* Send op as request with cookie slot (a write's data from buf). */
-static int wln_request(int fd, struct wl *w, const struct wl_op *op, uint32_t slot,
-                       uint8_t *buf)
+static int wln_request(int fd, struct wl *w, const struct wl_op *op, uint32_t slot, uint8_t *buf)
 {
     uint8_t *hdr = buf; /* 28 header bytes right before the data */
     be32(hdr, NBD_REQUEST_MAGIC);
@@ -177,7 +176,10 @@ int wl_run_nbd(struct wl *w, struct rk_dev *dev, int qd, uint64_t seed, char *er
         return -errno;
     }
     struct rk_nbd_opts o = {
-        .source = RK_NBD_SOURCE_CONN_FD, .fd = sv[1], .export_name = "", .threads = 4,
+        .source = RK_NBD_SOURCE_CONN_FD,
+        .fd = sv[1],
+        .export_name = "",
+        .threads = 4,
         /* the accept loop polls every quarter of this: the end of the one connection is seen
          * within 50 ms instead of 1 s (the handshake is in-process, instant) */
         .handshake_ms = 200};

@@ -207,7 +207,7 @@ static void *wl_dev_thread(void *arg)
             r = wl_stamp(t->w, &op, buf);
             if (!r)
                 r = rk_dev_write(t->dev, buf, (uint64_t)op.n * STAMP_BLOCK, op.start * STAMP_BLOCK,
-                             op.fua ? RK_WRITE_FUA : 0);
+                                 op.fua ? RK_WRITE_FUA : 0);
         }
         wl_done(t->w, &op, r);
     }

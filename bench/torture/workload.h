@@ -89,8 +89,8 @@ int wl_run_nbd(struct wl *w, struct rk_dev *dev, int qd, uint64_t seed, char *er
 /* Per-block classification of one verify pass (counts in blocks). */
 struct wl_verify {
     uint64_t old, neu, lost_flush, lost_fua, garbage, read_errors;
-    uint64_t first_bad;   /* block index of the first bad block, UINT64_MAX when none */
-    int64_t first_bad_g;  /* what it held: generation, or -1 garbage, -2 read error */
+    uint64_t first_bad;  /* block index of the first bad block, UINT64_MAX when none */
+    int64_t first_bad_g; /* what it held: generation, or -1 garbage, -2 read error */
 };
 
 /* Read every block of dev and classify it against w: old (the durable generation), new (a later
