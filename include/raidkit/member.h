@@ -134,6 +134,12 @@ struct rk_fault_cut_stats {
 /* Copy the statistics of dev's last power cut (all zero before one). 0 or -EINVAL. */
 int rk_fault_last_cut(struct rk_dev *dev, struct rk_fault_cut_stats *out);
 
+/* True once dev's power domain has been cut (rk_fault_power_cut, or cut-after fired), until
+ * the domain resets (the shared one: when its last member closes). false for a device that is
+ * not a fault device. Lets an in-process driver (bench/torture/) tell "the cut came" from "a
+ * request failed for another reason". */
+bool rk_fault_was_cut(struct rk_dev *dev);
+
 /*
  * Apply a textual fault spec (the CLI's --debug-fault option), comma-separated items:
  *   fail-all | read-eio=OFF+LEN | write-eio=OFF+LEN | eio=OFF+LEN | fail-after-writes=N |

@@ -244,3 +244,9 @@ int rk_fault_power_cut(struct rk_dev *dev)
         return -EINVAL;
     return fault_power_cut_domain(f->power);
 }
+
+bool rk_fault_was_cut(struct rk_dev *dev)
+{
+    struct fault_priv *f = fault_priv_of(dev);
+    return f && atomic_load(&f->power->cut);
+}

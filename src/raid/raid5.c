@@ -26,6 +26,10 @@ static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, ui
     struct raid_range node;
     bool locked = false;
     int ret;
+    /* More slots gone than the parity covers: no write may succeed, even one whose data and
+     * parity slots are all gone (nothing would reach a member; tests/unit/test_ppl_dead.c). */
+    if (op != RK_OP_READ && !r5_alive(r))
+        return -EIO;
     r5_req_init(&q, r, flags & RK_WRITE_FUA);
     if (op != RK_OP_READ) {
         /*

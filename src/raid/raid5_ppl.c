@@ -190,13 +190,18 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
 
 /* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
  * after waiting or working): wait while another thread is busy or while the oldest entry of
- * blocked is still in flight, else reclaim. */
-static void ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
+ * blocked is still in flight, else reclaim. Returns 0, or -EIO when a reclaim retired nothing
+ * of blocked (its member's flush or head write failed, e.g. every member lost power): the ring
+ * can never drain, so the writer must fail instead of retrying forever. */
+static int ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
 {
-    if (L->busy || (blocked->count && !blocked->q[blocked->first].done))
+    if (L->busy || (blocked->count && !blocked->q[blocked->first].done)) {
         ppl_wait(L);
-    else
-        ppl_reclaim_work(r, L);
+        return 0;
+    }
+    uint64_t retired = blocked->retired;
+    ppl_reclaim_work(r, L);
+    return blocked->retired == retired ? -EIO : 0;
 }
 
 /* Bytes of ring m in use (from its oldest live entry to its head). */
@@ -236,10 +241,11 @@ static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     ppl_wake(L);
 }
 
-/* Reserve an entry of size bytes on the rings of slots[0..n-1] (waiting for room); returns its
- * seq and the position on each. */
-static void ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
-                      uint64_t size, uint64_t *seq, uint64_t *pos)
+/* Reserve an entry of size bytes on the rings of slots[0..n-1] (waiting for room); returns 0
+ * with its seq and the position on each, or -EIO (nothing reserved) when a full ring cannot be
+ * reclaimed (ppl_reclaim). */
+static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
+                     uint64_t size, uint64_t *seq, uint64_t *pos)
 {
     pthread_mutex_lock(&L->lock);
     for (int i = 0; i < n;) {
@@ -251,7 +257,10 @@ static void ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slo
                 ppl_adopt(r, L, slots[i]);
             i = 0;
         } else if (!ring_fit(L, m, size, &pos[i])) {
-            ppl_reclaim(r, L, m);
+            if (ppl_reclaim(r, L, m)) {
+                pthread_mutex_unlock(&L->lock);
+                return -EIO;
+            }
             i = 0;
         } else {
             i++;
@@ -265,6 +274,7 @@ static void ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slo
         m->head = pos[i] + size;
     }
     pthread_mutex_unlock(&L->lock);
+    return 0;
 }
 
 void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
@@ -473,7 +483,8 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
     e.flags = RK_PPL_HAS_P;
     uint64_t size = rk_ppl_entry_bytes(&e), pos[2];
-    ppl_alloc(r, L, tok->slot, (int)nt, size, &e.seq, pos);
+    if (ppl_alloc(r, L, tok->slot, (int)nt, size, &e.seq, pos))
+        return -EIO; /* tok->n is 0: nothing to release */
     tok->seq = e.seq;
     tok->n = (int)nt;
     /* The ranges we reserved are ours alone until ppl_commit marks them READY. */
