@@ -241,6 +241,54 @@ int nbd_recv_all(int fd, void *buf, size_t len)
     return 0;
 }
 
+int nbd_recv_some(int fd, void *buf, size_t len, size_t *got, bool nowait)
+{
+    *got = 0;
+#ifdef RAIDKIT_HAVE_GNUTLS
+    gnutls_session_t s = wire_session(fd);
+    if (s) {
+        if (nowait && !gnutls_record_check_pending(s)) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, 0) != 1)
+                return -EAGAIN;
+        }
+        if (!nowait)
+            wire_flush(wire_get(fd));
+        for (;;) {
+            ssize_t n = gnutls_record_recv(s, buf, len);
+            if (n > 0) {
+                *got = (size_t)n;
+                return 0;
+            }
+            if (n == 0)
+                return -ECONNRESET;
+            if (n == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (n == GNUTLS_E_AGAIN) {
+                wire_tls_wait(fd, s);
+                continue;
+            }
+            return n == GNUTLS_E_PREMATURE_TERMINATION || n == GNUTLS_E_PUSH_ERROR ||
+                           n == GNUTLS_E_PULL_ERROR
+                       ? -ECONNRESET
+                       : -EPROTO;
+        }
+    }
+#endif
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, nowait ? MSG_DONTWAIT : 0);
+        if (n > 0) {
+            *got = (size_t)n;
+            return 0;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
+}
+
 int nbd_send_iov(int fd, struct iovec *iov, int n)
 {
 #ifdef RAIDKIT_HAVE_GNUTLS
