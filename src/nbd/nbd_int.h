@@ -118,6 +118,8 @@ struct nbd_conn {
      * executing). */
     uint8_t *rbuf;
     size_t rpos, rend;
+    bool rfull;  /* the last receive filled the buffer: more may wait in the socket */
+    bool rlarge; /* the last request was a large WRITE: receive the next header alone */
     struct nbd_req *bq_head, *bq_tail;
     int bq_n;
 };

@@ -291,14 +291,22 @@ static int nbd_rb_fill(struct nbd_conn *c, size_t want)
             c->rend -= c->rpos;
             c->rpos = 0;
         }
-        size_t got;
-        int e = nbd_recv_some(c->fd, c->rbuf + c->rend, NBD_RBUF_SIZE - c->rend, &got, true);
+        /* Replies wait: when the last receive left more in the socket, look without blocking
+         * first (more requests join the batch); when it emptied the socket, do not ask again
+         * (that is a system call per request at queue depth 1): send them and wait. */
+        size_t got, room = NBD_RBUF_SIZE - c->rend;
+        if (c->rlarge && room > want - (c->rend - c->rpos))
+            room = want - (c->rend - c->rpos); /* a large write's payload skips the buffer */
+        int e = -EAGAIN;
+        if (c->bq_head && c->rfull)
+            e = nbd_recv_some(c->fd, c->rbuf + c->rend, room, &got, true);
         if (e == -EAGAIN) {
             nbd_reply_flush(c);
-            e = nbd_recv_some(c->fd, c->rbuf + c->rend, NBD_RBUF_SIZE - c->rend, &got, false);
+            e = nbd_recv_some(c->fd, c->rbuf + c->rend, room, &got, false);
         }
         if (e)
             return e;
+        c->rfull = got == room;
         c->rend += got;
     }
     return 0;
@@ -350,6 +358,9 @@ static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
     uint16_t flags = rk_get_be16(h + 4), type = rk_get_be16(h + 6);
     uint64_t off = rk_get_be64(h + 16);
     uint32_t len = rk_get_be32(h + 24);
+    /* After a large WRITE, the next receive takes only the next header: if that is another
+     * large WRITE its payload goes straight to its request buffer, not through ours. */
+    c->rlarge = type == NBD_CMD_WRITE && len >= NBD_DIRECT_MIN;
     int err = nbd_validate(c, type, flags, off, len);
     if (err) {
         /* A WRITE's payload always follows; consume it to stay in sync. */

@@ -16,8 +16,9 @@
 #endif
 
 #define WIRE_FD_MAX 65536
-/* Replies up to this size leave as one corked record; larger payloads go record by record
- * from the caller's buffer (no copy, no extra memory held for a slow peer). */
+/* Records are filled to this size (the TLS maximum plaintext) from the corked replies; large
+ * payloads go record by record from the caller's buffer (no copy, no extra memory held for a
+ * slow peer). */
 #define WIRE_CORK_MAX 16384u
 
 /* Encrypted records are gathered up to this many bytes and sent with one sendmsg: a 1 MiB reply
@@ -179,8 +180,8 @@ static int wire_tls_send_buf(int fd, gnutls_session_t s, const uint8_t *p, size_
 
 static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n);
 
-/* Small replies go out as one record (corked); large payloads record by record, gathered into
- * WIRE_BATCH sends. Everything is on the socket when it returns. */
+/* The iovecs go out in full records (wire_tls_send_records), gathered into WIRE_BATCH sends.
+ * Everything is on the socket when it returns. */
 static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
 {
     int r = wire_tls_send_records(fd, s, iov, n);
@@ -188,24 +189,9 @@ static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
     return r ? r : f;
 }
 
-static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n)
+/* Uncork s: put the corked bytes on the wire as records (blocking). 0 or -EPIPE. */
+static int wire_tls_uncork(int fd, gnutls_session_t s)
 {
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += iov[i].iov_len;
-    bool cork = total <= WIRE_CORK_MAX;
-    if (cork)
-        gnutls_record_cork(s);
-    for (int i = 0; i < n; i++) {
-        int r = wire_tls_send_buf(fd, s, iov[i].iov_base, iov[i].iov_len);
-        if (r) {
-            if (cork)
-                gnutls_record_uncork(s, 0);
-            return r;
-        }
-    }
-    if (!cork)
-        return 0;
     for (;;) {
         int r = gnutls_record_uncork(s, GNUTLS_RECORD_WAIT);
         if (r >= 0)
@@ -215,6 +201,47 @@ static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, 
         else if (r != GNUTLS_E_INTERRUPTED)
             return -EPIPE;
     }
+}
+
+/* Every record full: the bytes of all n iovecs (several replies' headers and data) are corked
+ * into WIRE_CORK_MAX records; a large payload with nothing corked before it goes out record by
+ * record from the caller's buffer (no copy into the cork), its tail corked with what follows.
+ * A 4 KiB read reply is then no longer two records (header, data) but part of one. */
+static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n)
+{
+    size_t corked = 0;
+    gnutls_record_cork(s);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        while (len) {
+            size_t take;
+            int r;
+            if (corked == 0 && len >= WIRE_CORK_MAX) {
+                take = len / WIRE_CORK_MAX * WIRE_CORK_MAX;
+                r = wire_tls_uncork(fd, s); /* nothing corked: only leaves cork mode */
+                if (!r)
+                    r = wire_tls_send_buf(fd, s, p, take);
+                gnutls_record_cork(s);
+            } else {
+                take = len < WIRE_CORK_MAX - corked ? len : WIRE_CORK_MAX - corked;
+                r = wire_tls_send_buf(fd, s, p, take);
+                corked += take;
+                if (!r && corked == WIRE_CORK_MAX) {
+                    r = wire_tls_uncork(fd, s);
+                    corked = 0;
+                    gnutls_record_cork(s);
+                }
+            }
+            if (r) {
+                gnutls_record_uncork(s, 0);
+                return r;
+            }
+            p += take;
+            len -= take;
+        }
+    }
+    return wire_tls_uncork(fd, s);
 }
 #endif
 
