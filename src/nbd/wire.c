@@ -26,15 +26,22 @@
  * cipher on a crowded machine. */
 #define WIRE_BATCH (128u * 1024)
 
+/* Encrypted bytes are received up to this many at a time: GnuTLS asks for a record's 5-byte
+ * header and then its body, two receives per record without this buffer. */
+#define WIRE_IN (32u * 1024)
+
 /* The TLS transport of one fd. out/used (under out_lock) hold records not yet on the socket;
  * GnuTLS pushes into it from the sending thread and, for post-handshake messages, from the
- * receiving one. */
+ * receiving one. in[ipos..iend) holds received bytes GnuTLS has not pulled yet (the receiving
+ * thread only). */
 struct wire_tls {
     void *session; /* gnutls_session_t */
     int fd;
     pthread_mutex_t out_lock;
     size_t used;
+    size_t ipos, iend;
     uint8_t out[WIRE_BATCH];
+    uint8_t in[WIRE_IN];
 };
 
 static _Atomic(struct wire_tls *) wire_tls[WIRE_FD_MAX];
@@ -110,19 +117,32 @@ static ssize_t wire_push(gnutls_transport_ptr_t ptr, const void *data, size_t le
     return (ssize_t)len;
 }
 
-/* GnuTLS pull: the socket, as the default would. */
+/* GnuTLS pull: from t->in, refilled with one receive of what the socket holds (blocking as the
+ * default pull would). */
 static ssize_t wire_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 {
     struct wire_tls *t = ptr;
-    ssize_t n = recv(t->fd, data, len, 0);
-    if (n < 0)
-        gnutls_transport_set_errno(t->session, errno);
-    return n;
+    if (t->ipos == t->iend) {
+        ssize_t n = recv(t->fd, t->in, sizeof(t->in), 0);
+        if (n <= 0) {
+            if (n < 0)
+                gnutls_transport_set_errno(t->session, errno);
+            return n;
+        }
+        t->ipos = 0;
+        t->iend = (size_t)n;
+    }
+    size_t n = t->iend - t->ipos < len ? t->iend - t->ipos : len;
+    memcpy(data, t->in + t->ipos, n);
+    t->ipos += n;
+    return (ssize_t)n;
 }
 
 static int wire_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
 {
     struct wire_tls *t = ptr;
+    if (t->ipos < t->iend)
+        return 1;
     struct pollfd p = {.fd = t->fd, .events = POLLIN};
     return poll(&p, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
@@ -274,13 +294,14 @@ int nbd_recv_some(int fd, void *buf, size_t len, size_t *got, bool nowait)
 #ifdef RAIDKIT_HAVE_GNUTLS
     gnutls_session_t s = wire_session(fd);
     if (s) {
-        if (nowait && !gnutls_record_check_pending(s)) {
+        struct wire_tls *t = wire_get(fd);
+        if (nowait && !gnutls_record_check_pending(s) && t->ipos == t->iend) {
             struct pollfd p = {.fd = fd, .events = POLLIN};
             if (poll(&p, 1, 0) != 1)
                 return -EAGAIN;
         }
         if (!nowait)
-            wire_flush(wire_get(fd));
+            wire_flush(t);
         for (;;) {
             ssize_t n = gnutls_record_recv(s, buf, len);
             if (n > 0) {
@@ -368,6 +389,7 @@ int nbd_wire_set_tls(int fd, void *session)
     t->session = session;
     t->fd = fd;
     t->used = 0;
+    t->ipos = t->iend = 0;
     pthread_mutex_init(&t->out_lock, NULL);
 #ifdef RAIDKIT_HAVE_GNUTLS
     gnutls_transport_set_ptr(session, t);
@@ -387,9 +409,9 @@ bool nbd_wire_is_tls(int fd)
 size_t nbd_wire_pending(int fd)
 {
 #ifdef RAIDKIT_HAVE_GNUTLS
-    void *s = wire_session(fd);
-    if (s)
-        return gnutls_record_check_pending(s);
+    struct wire_tls *t = wire_get(fd);
+    if (t)
+        return gnutls_record_check_pending(t->session) + (t->iend - t->ipos);
 #endif
     return 0;
 }
