@@ -220,7 +220,8 @@ void nbd_writer_stop(struct nbd_conn *c);
 /* reply.c: take a free request (a new one while fewer than NBD_CONN_MAX_REQS exist) with a
  * buffer of at least len bytes (len 0: no buffer needed), counted as outstanding and executing.
  * Waits while the connection is at a bound: NBD_CONN_MAX_REQS, srv->conn_memory of buffers or
- * srv->max_memory over all connections. The buffer is rk_buf_alloc'ed (4096-aligned, at least
+ * srv->max_memory over all connections (after sending the reader's batched replies, which free
+ * requests: only c's reader calls this). The buffer is rk_buf_alloc'ed (4096-aligned, at least
  * NBD_BUF_MIN); r->buf is NULL when that allocation failed (answer ENOMEM). NULL when the
  * server stops or the peer is gone while waiting, or out of memory for the struct. */
 struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len);
