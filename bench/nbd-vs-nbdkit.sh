@@ -13,6 +13,8 @@
 #   OUT_DIR [<repo>/bench/out/nbd-vs-nbdkit-TIME]
 #   RAIDKIT_SERVE_ARGS [] extra `raidkit serve` options   NBDKIT_ARGS [] extra nbdkit options
 #   QEMU_NBD_ARGS [] extra qemu-nbd options
+#   RAIDKIT_OLD [] a second raidkit binary (an older build) run as the peer "rk-old" in the same
+#               rotation, on its own copy of the member file (raidkit locks its members)
 # Runs rotate the servers per workload (who goes first changes every round), so drift in the
 # machine hits all equally. The servers stay up for the whole run; their CPU time (utime+stime
 # of /proc/PID/stat) is read around every fio run and divided by the I/Os of the run (IOPS x
@@ -51,6 +53,11 @@ if ! command -v qemu-nbd >/dev/null 2>&1; then
     log "qemu-nbd is missing (qemu-utils): comparing with nbdkit only"
     SERVERS=${SERVERS//,qemu-nbd/}
 fi
+if [ -n "${RAIDKIT_OLD:-}" ]; then
+    [ -x "$RAIDKIT_OLD" ] || { echo "bench: RAIDKIT_OLD '$RAIDKIT_OLD' is not executable" >&2; exit 2; }
+    RK_OLD=$(cd "$(dirname "$RAIDKIT_OLD")" && pwd)/$(basename "$RAIDKIT_OLD")
+    SERVERS="$SERVERS,rk-old"
+fi
 IFS=, read -r -a SRVS <<<"$SERVERS"
 [ "${SRVS[0]}" = raidkit ] || { echo "bench: SERVERS must start with raidkit" >&2; exit 2; }
 
@@ -58,22 +65,23 @@ WORK=$(mktemp -d "$SHM_DIR/nbd-vs-nbdkit.XXXXXX") || exit 1
 mkdir -p "$OUT_DIR" || exit 1
 MEMBER=$WORK/member.img
 declare -A SOCK PID URI OFF
-for s in raidkit nbdkit qemu-nbd; do
+for s in raidkit nbdkit qemu-nbd rk-old; do
     SOCK[$s]=$WORK/$s.sock
     URI[$s]="nbd+unix:///?socket=${SOCK[$s]}"
     PID[$s]=""
     OFF[$s]=1M
 done
 OFF[raidkit]=0
+OFF[rk-old]=0
 CROWD_PIDS=""
 
 # shellcheck disable=SC2317  # runs from the EXIT trap
 cleanup() {
     local p
-    for p in $CROWD_PIDS ${PID[raidkit]} ${PID[nbdkit]} ${PID[qemu-nbd]}; do
+    for p in $CROWD_PIDS ${PID[raidkit]} ${PID[nbdkit]} ${PID[qemu-nbd]} ${PID[rk-old]}; do
         kill -TERM "$p" 2>/dev/null
     done
-    for p in $CROWD_PIDS ${PID[raidkit]} ${PID[nbdkit]} ${PID[qemu-nbd]}; do
+    for p in $CROWD_PIDS ${PID[raidkit]} ${PID[nbdkit]} ${PID[qemu-nbd]} ${PID[rk-old]}; do
         wait "$p" 2>/dev/null
     done
     rm -rf "$WORK"
@@ -114,6 +122,16 @@ if [[ ",$SERVERS," == *,qemu-nbd,* ]]; then
         --aio=threads ${QEMU_NBD_ARGS:-} "$MEMBER" 2>"$OUT_DIR/qemu-nbd.log" &
     PID[qemu-nbd]=$!
     wait_socket "${PID[qemu-nbd]}" "${SOCK[qemu-nbd]}" "$OUT_DIR/qemu-nbd.log" || exit 1
+fi
+if [ -n "${RK_OLD:-}" ]; then
+    cp "$MEMBER" "$WORK/member-old.img" || exit 1
+    "$RK_OLD" create --force --level linear --size "$FILE_SIZE" "$WORK/member-old.img" \
+        >>"$OUT_DIR/create.txt" 2>&1 || exit 1
+    # shellcheck disable=SC2086
+    "$RK_OLD" serve --listen "unix:${SOCK[rk-old]}" ${RAIDKIT_SERVE_ARGS:-} \
+        "$WORK/member-old.img" 2>"$OUT_DIR/rk-old.log" &
+    PID[rk-old]=$!
+    wait_socket "${PID[rk-old]}" "${SOCK[rk-old]}" "$OUT_DIR/rk-old.log" || exit 1
 fi
 
 # The same bytes of the file for all: raidkit's volume starts at member offset 1 MiB (after the

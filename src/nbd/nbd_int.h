@@ -111,6 +111,17 @@ struct nbd_conn {
     atomic_int block_ewma;
     /* Connection end (see docs/ARCHITECTURE.md "Connection end"): under srv->drain_lock. */
     int end_state; /* 0 serving, 1 ending (counted in srv->ndraining), 2 drained */
+
+    /* The reader's own state (transmit.c; no lock): its receive buffer (NBD_RBUF_SIZE bytes,
+     * bytes rpos..rend not yet parsed) and the replies of the requests it ran inline, built and
+     * deferred until nbd_reply_flush sends them together (bq_n of them, still counted as
+     * executing). */
+    uint8_t *rbuf;
+    size_t rpos, rend;
+    bool rfull;  /* the last receive filled the buffer: more may wait in the socket */
+    bool rlarge; /* the last request was a large WRITE: receive the next header alone */
+    struct nbd_req *bq_head, *bq_tail;
+    int bq_n;
 };
 
 struct rk_nbd_server {
@@ -209,7 +220,8 @@ void nbd_writer_stop(struct nbd_conn *c);
 /* reply.c: take a free request (a new one while fewer than NBD_CONN_MAX_REQS exist) with a
  * buffer of at least len bytes (len 0: no buffer needed), counted as outstanding and executing.
  * Waits while the connection is at a bound: NBD_CONN_MAX_REQS, srv->conn_memory of buffers or
- * srv->max_memory over all connections. The buffer is rk_buf_alloc'ed (4096-aligned, at least
+ * srv->max_memory over all connections (after sending the reader's batched replies, which free
+ * requests: only c's reader calls this). The buffer is rk_buf_alloc'ed (4096-aligned, at least
  * NBD_BUF_MIN); r->buf is NULL when that allocation failed (answer ENOMEM). NULL when the
  * server stops or the peer is gone while waiting, or out of memory for the struct. */
 struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len);
@@ -217,6 +229,16 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len);
  * execution (executing--). Sends at once without blocking when the socket is free, else queues
  * for the writer; r returns to the free list once the reply is out or dropped. */
 void nbd_reply_send(struct nbd_req *r, uint32_t err);
+/* reply.c: like nbd_reply_send, but only for c's reader: the reply is built and kept in the
+ * reader's batch (c->bq_*) until nbd_reply_flush. The reader must flush before anything that may
+ * block (a receive, a wait for a free request, the connection end). */
+void nbd_reply_defer(struct nbd_req *r, uint32_t err);
+/* reply.c: send the reader's batch of deferred replies (a no-op when empty) with as few
+ * non-blocking sendmsg calls as it takes (NBD_SEND_BATCH replies each); what would block goes
+ * to the writer thread, in front of its queue. Reader only. */
+void nbd_reply_flush(struct nbd_conn *c);
+/* Most replies gathered into one sendmsg (two iovecs each: header, data). */
+#define NBD_SEND_BATCH 32
 /* reply.c: cut c off (timeouts, stop): shut its socket down, drop queued replies, and make a
  * reader waiting in nbd_req_get give up. */
 void nbd_conn_cut(struct nbd_conn *c);

@@ -113,6 +113,12 @@ struct nbd_req *nbd_req_get(struct nbd_conn *c, uint32_t len)
             pthread_mutex_unlock(&c->lock);
             return NULL;
         }
+        if (c->bq_head) { /* the reader's own batched replies free requests: send them first */
+            pthread_mutex_unlock(&c->lock);
+            nbd_reply_flush(c);
+            pthread_mutex_lock(&c->lock);
+            continue;
+        }
         /* At a bound: a reply of ours frees memory (cond is signalled); another connection's
          * does not signal us, so look again every 20 ms. */
         struct timespec ts;
@@ -325,25 +331,153 @@ void nbd_reply_send(struct nbd_req *r, uint32_t err)
     pthread_mutex_unlock(&c->lock);
 }
 
-/* Send the rest of r's reply (from r->sent), blocking: only the writer thread does this. */
-static int nbd_send_rest(struct nbd_conn *c, struct nbd_req *r)
+/* Bytes of r's reply (header and data). */
+static size_t nbd_reply_len(const struct nbd_req *r)
 {
-    struct iovec iov[2] = {r->iov[0], r->iov[1]};
-    size_t skip = r->sent;
-    for (int i = 0; i < 2; i++) {
-        size_t d = skip < iov[i].iov_len ? skip : iov[i].iov_len;
-        if (d) /* an empty iov may have a NULL base: no arithmetic on it */
-            iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
-        iov[i].iov_len -= d;
-        skip -= d;
-    }
-    return nbd_send_iov(c->fd, iov, 2);
+    return r->iov[0].iov_len + r->iov[1].iov_len;
 }
 
-/* The connection's writer: sends queued replies in order; only it may block on the peer. */
+/* Fill iov (room for 2 * NBD_SEND_BATCH) with the unsent bytes of up to NBD_SEND_BATCH replies
+ * of the list from r (each from its r->sent on). Returns the iovecs filled; *nreq = replies. */
+static int nbd_batch_iov(struct nbd_req *r, struct iovec *iov, int *nreq)
+{
+    int k = 0, m = 0;
+    for (; r && m < NBD_SEND_BATCH; r = r->next, m++) {
+        size_t skip = r->sent;
+        for (int i = 0; i < 2; i++) {
+            size_t l = r->iov[i].iov_len;
+            if (skip >= l) { /* an empty iov may have a NULL base: never used */
+                skip -= l;
+                continue;
+            }
+            iov[k].iov_base = (uint8_t *)r->iov[i].iov_base + skip;
+            iov[k].iov_len = l - skip;
+            skip = 0;
+            k++;
+        }
+    }
+    *nreq = m;
+    return k;
+}
+
+/* Account sent bytes to the replies of the list from r, in order: returns the first reply not
+ * completely sent (its r->sent updated), NULL when all are out. */
+static struct nbd_req *nbd_batch_advance(struct nbd_req *r, size_t sent)
+{
+    for (; r; r = r->next) {
+        size_t left = nbd_reply_len(r) - r->sent;
+        if (sent < left) {
+            r->sent += sent;
+            return r;
+        }
+        sent -= left;
+        r->sent = nbd_reply_len(r);
+    }
+    return NULL;
+}
+
+/* Send the replies of the list from b without blocking, NBD_SEND_BATCH per sendmsg. Returns 0
+ * with *rest NULL when all are out; else *rest = the first not completely sent and -EAGAIN (the
+ * rest would block) or -errno. */
+static int nbd_batch_send_some(struct nbd_conn *c, struct nbd_req *b, struct nbd_req **rest)
+{
+    struct iovec iov[2 * NBD_SEND_BATCH];
+    while (b) {
+        int m;
+        int k = nbd_batch_iov(b, iov, &m);
+        size_t sent = 0;
+        int e = nbd_send_some(c->fd, iov, k, &sent);
+        b = nbd_batch_advance(b, sent);
+        if (e) {
+            *rest = b;
+            return b ? e : 0;
+        }
+    }
+    *rest = NULL;
+    return 0;
+}
+
+void nbd_reply_defer(struct nbd_req *r, uint32_t err)
+{
+    struct nbd_conn *c = r->conn;
+    nbd_reply_build(c, r, err);
+    r->next = NULL;
+    if (c->bq_tail)
+        c->bq_tail->next = r;
+    else
+        c->bq_head = r;
+    c->bq_tail = r;
+    if (++c->bq_n >= NBD_SEND_BATCH)
+        nbd_reply_flush(c);
+}
+
+/* Return the replies of the list from b up to (not including) end to the free list. Caller
+ * holds c->lock. */
+static void nbd_batch_put_locked(struct nbd_conn *c, struct nbd_req *b, struct nbd_req *end)
+{
+    while (b != end) {
+        struct nbd_req *next = b->next;
+        nbd_req_put_locked(c, b);
+        b = next;
+    }
+}
+
+void nbd_reply_flush(struct nbd_conn *c)
+{
+    struct nbd_req *b = c->bq_head, *tail = c->bq_tail;
+    if (!b)
+        return;
+    int n = c->bq_n;
+    c->bq_head = c->bq_tail = NULL;
+    c->bq_n = 0;
+    pthread_mutex_lock(&c->lock);
+    c->executing -= n;
+    if (c->executing == 0)
+        pthread_cond_broadcast(&c->cond);
+    if (c->send_failed || c->rq_head || c->sending) {
+        if (c->send_failed) {
+            nbd_batch_put_locked(c, b, NULL);
+        } else { /* someone owns the socket or replies wait: ours go behind, to the writer */
+            if (c->rq_tail)
+                c->rq_tail->next = b;
+            else
+                c->rq_head = b;
+            c->rq_tail = tail;
+            if (!c->sending)
+                pthread_cond_signal(&c->wcond);
+        }
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
+    c->sending = true;
+    pthread_mutex_unlock(&c->lock);
+    struct nbd_req *rest;
+    int e = nbd_batch_send_some(c, b, &rest);
+    atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
+    pthread_mutex_lock(&c->lock);
+    c->sending = false;
+    nbd_batch_put_locked(c, b, rest);
+    if (rest && e == -EAGAIN) {
+        /* The peer's window is full: the writer sends the rest, before any later reply. */
+        tail->next = c->rq_head;
+        c->rq_head = rest;
+        if (!c->rq_tail)
+            c->rq_tail = tail;
+    } else if (rest) {
+        nbd_batch_put_locked(c, rest, NULL);
+        nbd_send_fail_locked(c);
+    }
+    if (c->rq_head)
+        pthread_cond_signal(&c->wcond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The connection's writer: sends queued replies in order, up to NBD_SEND_BATCH per sendmsg;
+ * only it may block on the peer. */
 static void *nbd_writer(void *arg)
 {
     struct nbd_conn *c = arg;
+    struct iovec iov[2 * NBD_SEND_BATCH];
     pthread_mutex_lock(&c->lock);
     for (;;) {
         while (!c->writer_stop && (!c->rq_head || c->sending))
@@ -353,17 +487,22 @@ static void *nbd_writer(void *arg)
                 break;
             continue;
         }
-        struct nbd_req *r = c->rq_head;
-        c->rq_head = r->next;
+        struct nbd_req *b = c->rq_head;
+        int m;
+        int k = nbd_batch_iov(b, iov, &m);
+        struct nbd_req *end = b;
+        for (int i = 0; i < m; i++)
+            end = end->next;
+        c->rq_head = end;
         if (!c->rq_head)
             c->rq_tail = NULL;
         c->sending = true;
         pthread_mutex_unlock(&c->lock);
-        int e = nbd_send_rest(c, r);
+        int e = nbd_send_iov(c->fd, iov, k);
         atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
         pthread_mutex_lock(&c->lock);
         c->sending = false;
-        nbd_req_put_locked(c, r);
+        nbd_batch_put_locked(c, b, end);
         if (e)
             nbd_send_fail_locked(c);
     }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -98,12 +97,14 @@ static int nbd_req_run(struct nbd_req *r, struct rk_dev *dev)
     return -EINVAL;
 }
 
-void nbd_req_execute(struct nbd_req *r)
+/* Run r and reply: from the reader (defer) into its batch, else at once (nbd_reply_send). */
+static void nbd_req_execute_in(struct nbd_req *r, bool defer)
 {
     struct nbd_conn *c = r->conn;
+    void (*reply)(struct nbd_req *, uint32_t) = defer ? nbd_reply_defer : nbd_reply_send;
     unsigned n = atomic_fetch_add_explicit(&c->nexec, 1, memory_order_relaxed);
     if (n % NBD_SAMPLE_EVERY) {
-        nbd_reply_send(r, nbd_errno(nbd_req_run(r, c->srv->dev)));
+        reply(r, nbd_errno(nbd_req_run(r, c->srv->dev)));
         return;
     }
     int64_t cpu0, cpu1;
@@ -118,22 +119,23 @@ void nbd_req_execute(struct nbd_req *r)
     int blocked = sw1 != sw0 && wall > NBD_BLOCK_NS ? 1000 : 0;
     int b = atomic_load_explicit(&c->block_ewma, memory_order_relaxed);
     atomic_store_explicit(&c->block_ewma, b + (blocked - b) / 4, memory_order_relaxed);
-    nbd_reply_send(r, nbd_errno(ret));
+    reply(r, nbd_errno(ret));
 }
 
-/* Should the reader run r itself (see NBD_INLINE_CPU_NS)? Not when the connection is busy: a
- * further request already waits in the socket (FIONREAD; under TLS the raw bytes pending), so a
- * worker runs this one while the reader goes on reading, and more than one thread serves the
- * connection. */
+void nbd_req_execute(struct nbd_req *r)
+{
+    nbd_req_execute_in(r, false);
+}
+
+/* Should the reader run r itself (see NBD_INLINE_CPU_NS)? Cheap requests run in the reader,
+ * their replies batched (nbd_reply_defer): with the batched receive that costs no system call
+ * beyond the member I/O itself, far less than a hand-off to a worker. */
 static bool nbd_run_inline(const struct nbd_conn *c, const struct nbd_req *r)
 {
-    if (!(c->srv->inline_ok && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&
-          r->len <= NBD_INLINE_MAX &&
-          atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed) < NBD_INLINE_CPU_NS &&
-          atomic_load_explicit(&c->block_ewma, memory_order_relaxed) < NBD_INLINE_BLOCK))
-        return false;
-    int pending = 0;
-    return ioctl(c->fd, FIONREAD, &pending) != 0 || pending < (int)NBD_REQUEST_SIZE;
+    return c->srv->inline_ok && (r->type == NBD_CMD_READ || r->type == NBD_CMD_WRITE) &&
+           r->len <= NBD_INLINE_MAX &&
+           atomic_load_explicit(&c->cpu_ewma_ns, memory_order_relaxed) < NBD_INLINE_CPU_NS &&
+           atomic_load_explicit(&c->block_ewma, memory_order_relaxed) < NBD_INLINE_BLOCK;
 }
 
 /* Check a request once, here at the edge: 0 or -errno for the reply. */
@@ -251,6 +253,7 @@ static void nbd_end_scan(struct nbd_conn *self)
  * wait for that), then their replies go out or are dropped, then the writer stops. */
 static void nbd_conn_end(struct nbd_conn *c)
 {
+    nbd_reply_flush(c);
     pthread_mutex_lock(&c->lock);
     bool busy = c->executing > 0;
     pthread_mutex_unlock(&c->lock);
@@ -270,6 +273,69 @@ static void nbd_conn_end(struct nbd_conn *c)
 
 /* ---- the reader ---- */
 
+/* The reader's receive buffer: one recv takes in as many requests (headers and small payloads)
+ * as the socket holds, parsed from c->rbuf without further system calls. Payload bytes beyond
+ * the buffer of a WRITE of at least NBD_DIRECT_MIN go straight into the request buffer. */
+#define NBD_RBUF_SIZE  (64u * 1024)
+#define NBD_DIRECT_MIN (16u * 1024)
+
+/* Until at least want (<= NBD_RBUF_SIZE) unparsed bytes are in c->rbuf. A receive that would
+ * block sends the batched replies first. 0 or -errno of the transport. */
+static int nbd_rb_fill(struct nbd_conn *c, size_t want)
+{
+    while (c->rend - c->rpos < want) {
+        if (c->rpos == c->rend) {
+            c->rpos = c->rend = 0;
+        } else if (c->rpos + want > NBD_RBUF_SIZE) {
+            memmove(c->rbuf, c->rbuf + c->rpos, c->rend - c->rpos);
+            c->rend -= c->rpos;
+            c->rpos = 0;
+        }
+        /* Replies wait: when the last receive left more in the socket, look without blocking
+         * first (more requests join the batch); when it emptied the socket, do not ask again
+         * (that is a system call per request at queue depth 1): send them and wait. */
+        size_t got, room = NBD_RBUF_SIZE - c->rend;
+        if (c->rlarge && room > want - (c->rend - c->rpos))
+            room = want - (c->rend - c->rpos); /* a large write's payload skips the buffer */
+        int e = -EAGAIN;
+        if (c->bq_head && c->rfull)
+            e = nbd_recv_some(c->fd, c->rbuf + c->rend, room, &got, true);
+        if (e == -EAGAIN) {
+            nbd_reply_flush(c);
+            e = nbd_recv_some(c->fd, c->rbuf + c->rend, room, &got, false);
+        }
+        if (e)
+            return e;
+        c->rfull = got == room;
+        c->rend += got;
+    }
+    return 0;
+}
+
+/* Take len payload bytes into dst (NULL: throw them away): from the buffer, then the socket. */
+static int nbd_rb_take(struct nbd_conn *c, uint8_t *dst, uint64_t len)
+{
+    for (;;) {
+        size_t have = c->rend - c->rpos;
+        size_t n = have < len ? have : (size_t)len;
+        if (dst && n) {
+            memcpy(dst, c->rbuf + c->rpos, n);
+            dst += n;
+        }
+        c->rpos += n;
+        len -= n;
+        if (!len)
+            return 0;
+        if (len >= NBD_DIRECT_MIN) { /* large: no detour through the buffer */
+            nbd_reply_flush(c);
+            return dst ? nbd_recv_all(c->fd, dst, len) : nbd_drain(c->fd, len);
+        }
+        int e = nbd_rb_fill(c, len);
+        if (e)
+            return e;
+    }
+}
+
 /* Answer a request that will not run (err: -errno, 0 for an empty READ/WRITE). 0, or -1 when
  * the connection must close. */
 static int nbd_reply_now(struct nbd_conn *c, const uint8_t *h, int err)
@@ -282,7 +348,7 @@ static int nbd_reply_now(struct nbd_conn *c, const uint8_t *h, int err)
     r->flags = rk_get_be16(h + 4);
     r->off = rk_get_be64(h + 16);
     r->len = 0;
-    nbd_reply_send(r, nbd_errno(err));
+    nbd_reply_defer(r, nbd_errno(err));
     return 0;
 }
 
@@ -292,10 +358,13 @@ static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
     uint16_t flags = rk_get_be16(h + 4), type = rk_get_be16(h + 6);
     uint64_t off = rk_get_be64(h + 16);
     uint32_t len = rk_get_be32(h + 24);
+    /* After a large WRITE, the next receive takes only the next header: if that is another
+     * large WRITE its payload goes straight to its request buffer, not through ours. */
+    c->rlarge = type == NBD_CMD_WRITE && len >= NBD_DIRECT_MIN;
     int err = nbd_validate(c, type, flags, off, len);
     if (err) {
         /* A WRITE's payload always follows; consume it to stay in sync. */
-        if (type == NBD_CMD_WRITE && (len > NBD_WRITE_DRAIN_MAX || nbd_drain(c->fd, len) != 0))
+        if (type == NBD_CMD_WRITE && (len > NBD_WRITE_DRAIN_MAX || nbd_rb_take(c, NULL, len)))
             return -1;
         return nbd_reply_now(c, h, err);
     }
@@ -311,19 +380,21 @@ static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
     r->off = off;
     r->len = len;
     if (has_buf && !r->buf) {
-        int gone = type == NBD_CMD_WRITE && nbd_drain(c->fd, len) != 0;
+        int gone = type == NBD_CMD_WRITE && nbd_rb_take(c, NULL, len) != 0;
         r->len = 0;
-        nbd_reply_send(r, NBD_ENOMEM);
+        nbd_reply_defer(r, NBD_ENOMEM);
         return gone ? -1 : 0;
     }
-    if (type == NBD_CMD_WRITE && nbd_recv_all(c->fd, r->buf, len) != 0) {
+    if (type == NBD_CMD_WRITE && nbd_rb_take(c, r->buf, len) != 0) {
         r->len = 0;
-        nbd_reply_send(r, NBD_EIO); /* the peer is gone: the reply is dropped */
+        nbd_reply_defer(r, NBD_EIO); /* the peer is gone: the reply is dropped */
         return -1;
     }
+    if (atomic_load_explicit(&c->srv->ndraining, memory_order_acquire))
+        nbd_reply_flush(c); /* nbd_end_wait may block */
     nbd_end_wait(c);
     if (nbd_run_inline(c, r))
-        nbd_req_execute(r); /* cheap: cheaper here than waking a worker */
+        nbd_req_execute_in(r, true); /* cheap: cheaper here than waking a worker */
     else
         nbd_pool_push(c->srv, r);
     return 0;
@@ -331,16 +402,21 @@ static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
 
 void nbd_conn_serve(struct nbd_conn *c)
 {
-    if (nbd_writer_start(c)) {
-        rk_warn("nbd: cannot start a connection's writer thread; closing it");
+    c->rbuf = malloc(NBD_RBUF_SIZE);
+    if (!c->rbuf || nbd_writer_start(c)) {
+        rk_warn("nbd: cannot start a connection's writer thread or buffer; closing it");
+        free(c->rbuf);
+        c->rbuf = NULL;
         return;
     }
     atomic_store(&c->phase, NBD_PHASE_TRANSMIT);
     nbd_end_scan(c);
     for (;;) {
         uint8_t h[NBD_REQUEST_SIZE];
-        if (nbd_recv_all(c->fd, h, sizeof(h)))
+        if (nbd_rb_fill(c, sizeof(h)))
             break;
+        memcpy(h, c->rbuf + c->rpos, sizeof(h));
+        c->rpos += sizeof(h);
         atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
         if (rk_get_be32(h) != NBD_REQUEST_MAGIC) {
             rk_debug("nbd: bad request magic, closing");
@@ -350,5 +426,7 @@ void nbd_conn_serve(struct nbd_conn *c)
             break;
     }
     nbd_conn_end(c);
+    free(c->rbuf);
+    c->rbuf = NULL;
     atomic_store(&c->phase, NBD_PHASE_DONE);
 }

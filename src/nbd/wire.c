@@ -16,8 +16,9 @@
 #endif
 
 #define WIRE_FD_MAX 65536
-/* Replies up to this size leave as one corked record; larger payloads go record by record
- * from the caller's buffer (no copy, no extra memory held for a slow peer). */
+/* Records are filled to this size (the TLS maximum plaintext) from the corked replies; large
+ * payloads go record by record from the caller's buffer (no copy, no extra memory held for a
+ * slow peer). */
 #define WIRE_CORK_MAX 16384u
 
 /* Encrypted records are gathered up to this many bytes and sent with one sendmsg: a 1 MiB reply
@@ -25,15 +26,22 @@
  * cipher on a crowded machine. */
 #define WIRE_BATCH (128u * 1024)
 
+/* Encrypted bytes are received up to this many at a time: GnuTLS asks for a record's 5-byte
+ * header and then its body, two receives per record without this buffer. */
+#define WIRE_IN (32u * 1024)
+
 /* The TLS transport of one fd. out/used (under out_lock) hold records not yet on the socket;
  * GnuTLS pushes into it from the sending thread and, for post-handshake messages, from the
- * receiving one. */
+ * receiving one. in[ipos..iend) holds received bytes GnuTLS has not pulled yet (the receiving
+ * thread only). */
 struct wire_tls {
     void *session; /* gnutls_session_t */
     int fd;
     pthread_mutex_t out_lock;
     size_t used;
+    size_t ipos, iend;
     uint8_t out[WIRE_BATCH];
+    uint8_t in[WIRE_IN];
 };
 
 static _Atomic(struct wire_tls *) wire_tls[WIRE_FD_MAX];
@@ -109,19 +117,32 @@ static ssize_t wire_push(gnutls_transport_ptr_t ptr, const void *data, size_t le
     return (ssize_t)len;
 }
 
-/* GnuTLS pull: the socket, as the default would. */
+/* GnuTLS pull: from t->in, refilled with one receive of what the socket holds (blocking as the
+ * default pull would). */
 static ssize_t wire_pull(gnutls_transport_ptr_t ptr, void *data, size_t len)
 {
     struct wire_tls *t = ptr;
-    ssize_t n = recv(t->fd, data, len, 0);
-    if (n < 0)
-        gnutls_transport_set_errno(t->session, errno);
-    return n;
+    if (t->ipos == t->iend) {
+        ssize_t n = recv(t->fd, t->in, sizeof(t->in), 0);
+        if (n <= 0) {
+            if (n < 0)
+                gnutls_transport_set_errno(t->session, errno);
+            return n;
+        }
+        t->ipos = 0;
+        t->iend = (size_t)n;
+    }
+    size_t n = t->iend - t->ipos < len ? t->iend - t->ipos : len;
+    memcpy(data, t->in + t->ipos, n);
+    t->ipos += n;
+    return (ssize_t)n;
 }
 
 static int wire_pull_timeout(gnutls_transport_ptr_t ptr, unsigned ms)
 {
     struct wire_tls *t = ptr;
+    if (t->ipos < t->iend)
+        return 1;
     struct pollfd p = {.fd = t->fd, .events = POLLIN};
     return poll(&p, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
 }
@@ -179,8 +200,8 @@ static int wire_tls_send_buf(int fd, gnutls_session_t s, const uint8_t *p, size_
 
 static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n);
 
-/* Small replies go out as one record (corked); large payloads record by record, gathered into
- * WIRE_BATCH sends. Everything is on the socket when it returns. */
+/* The iovecs go out in full records (wire_tls_send_records), gathered into WIRE_BATCH sends.
+ * Everything is on the socket when it returns. */
 static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
 {
     int r = wire_tls_send_records(fd, s, iov, n);
@@ -188,24 +209,9 @@ static int wire_tls_send(int fd, gnutls_session_t s, struct iovec *iov, int n)
     return r ? r : f;
 }
 
-static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n)
+/* Uncork s: put the corked bytes on the wire as records (blocking). 0 or -EPIPE. */
+static int wire_tls_uncork(int fd, gnutls_session_t s)
 {
-    size_t total = 0;
-    for (int i = 0; i < n; i++)
-        total += iov[i].iov_len;
-    bool cork = total <= WIRE_CORK_MAX;
-    if (cork)
-        gnutls_record_cork(s);
-    for (int i = 0; i < n; i++) {
-        int r = wire_tls_send_buf(fd, s, iov[i].iov_base, iov[i].iov_len);
-        if (r) {
-            if (cork)
-                gnutls_record_uncork(s, 0);
-            return r;
-        }
-    }
-    if (!cork)
-        return 0;
     for (;;) {
         int r = gnutls_record_uncork(s, GNUTLS_RECORD_WAIT);
         if (r >= 0)
@@ -215,6 +221,47 @@ static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, 
         else if (r != GNUTLS_E_INTERRUPTED)
             return -EPIPE;
     }
+}
+
+/* Every record full: the bytes of all n iovecs (several replies' headers and data) are corked
+ * into WIRE_CORK_MAX records; a large payload with nothing corked before it goes out record by
+ * record from the caller's buffer (no copy into the cork), its tail corked with what follows.
+ * A 4 KiB read reply is then no longer two records (header, data) but part of one. */
+static int wire_tls_send_records(int fd, gnutls_session_t s, struct iovec *iov, int n)
+{
+    size_t corked = 0;
+    gnutls_record_cork(s);
+    for (int i = 0; i < n; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        while (len) {
+            size_t take;
+            int r;
+            if (corked == 0 && len >= WIRE_CORK_MAX) {
+                take = len / WIRE_CORK_MAX * WIRE_CORK_MAX;
+                r = wire_tls_uncork(fd, s); /* nothing corked: only leaves cork mode */
+                if (!r)
+                    r = wire_tls_send_buf(fd, s, p, take);
+                gnutls_record_cork(s);
+            } else {
+                take = len < WIRE_CORK_MAX - corked ? len : WIRE_CORK_MAX - corked;
+                r = wire_tls_send_buf(fd, s, p, take);
+                corked += take;
+                if (!r && corked == WIRE_CORK_MAX) {
+                    r = wire_tls_uncork(fd, s);
+                    corked = 0;
+                    gnutls_record_cork(s);
+                }
+            }
+            if (r) {
+                gnutls_record_uncork(s, 0);
+                return r;
+            }
+            p += take;
+            len -= take;
+        }
+    }
+    return wire_tls_uncork(fd, s);
 }
 #endif
 
@@ -239,6 +286,55 @@ int nbd_recv_all(int fd, void *buf, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+int nbd_recv_some(int fd, void *buf, size_t len, size_t *got, bool nowait)
+{
+    *got = 0;
+#ifdef RAIDKIT_HAVE_GNUTLS
+    gnutls_session_t s = wire_session(fd);
+    if (s) {
+        struct wire_tls *t = wire_get(fd);
+        if (nowait && !gnutls_record_check_pending(s) && t->ipos == t->iend) {
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            if (poll(&p, 1, 0) != 1)
+                return -EAGAIN;
+        }
+        if (!nowait)
+            wire_flush(t);
+        for (;;) {
+            ssize_t n = gnutls_record_recv(s, buf, len);
+            if (n > 0) {
+                *got = (size_t)n;
+                return 0;
+            }
+            if (n == 0)
+                return -ECONNRESET;
+            if (n == GNUTLS_E_INTERRUPTED)
+                continue;
+            if (n == GNUTLS_E_AGAIN) {
+                wire_tls_wait(fd, s);
+                continue;
+            }
+            return n == GNUTLS_E_PREMATURE_TERMINATION || n == GNUTLS_E_PUSH_ERROR ||
+                           n == GNUTLS_E_PULL_ERROR
+                       ? -ECONNRESET
+                       : -EPROTO;
+        }
+    }
+#endif
+    for (;;) {
+        ssize_t n = recv(fd, buf, len, nowait ? MSG_DONTWAIT : 0);
+        if (n > 0) {
+            *got = (size_t)n;
+            return 0;
+        }
+        if (n == 0)
+            return -ECONNRESET;
+        if (errno == EINTR)
+            continue;
+        return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+    }
 }
 
 int nbd_send_iov(int fd, struct iovec *iov, int n)
@@ -293,6 +389,7 @@ int nbd_wire_set_tls(int fd, void *session)
     t->session = session;
     t->fd = fd;
     t->used = 0;
+    t->ipos = t->iend = 0;
     pthread_mutex_init(&t->out_lock, NULL);
 #ifdef RAIDKIT_HAVE_GNUTLS
     gnutls_transport_set_ptr(session, t);
@@ -312,9 +409,9 @@ bool nbd_wire_is_tls(int fd)
 size_t nbd_wire_pending(int fd)
 {
 #ifdef RAIDKIT_HAVE_GNUTLS
-    void *s = wire_session(fd);
-    if (s)
-        return gnutls_record_check_pending(s);
+    struct wire_tls *t = wire_get(fd);
+    if (t)
+        return gnutls_record_check_pending(t->session) + (t->iend - t->ipos);
 #endif
     return 0;
 }

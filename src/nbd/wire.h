@@ -16,6 +16,12 @@
  * a TLS record error). */
 int nbd_recv_all(int fd, void *buf, size_t len);
 
+/* Receive what is there, up to len bytes, into buf (caller-owned, at least len bytes): one
+ * recv(2) (over TLS: the rest of one record). Blocks until at least one byte arrived unless
+ * nowait, which gives -EAGAIN when nothing can be read at once. 0 with *got >= 1; -ECONNRESET on
+ * EOF, else as nbd_recv_all. */
+int nbd_recv_some(int fd, void *buf, size_t len, size_t *got, bool nowait);
+
 /* Send the n iovecs completely with sendmsg(MSG_NOSIGNAL), resuming after partial sends. The
  * iovec array (caller-owned) is modified while sending and must not be reused afterwards.
  * -errno of sendmsg(2) (-EPIPE when the peer is gone). Over TLS, one sender at a time per fd
