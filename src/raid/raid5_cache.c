@@ -96,14 +96,22 @@ void r5c_forget(struct r5_centry *ce)
         ce->valid = ce->part = 0;
 }
 
-uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi)
+uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, const struct r5_wwin *w)
 {
     if (!ce)
         return 0;
     uint32_t m = ce->valid;
-    for (uint32_t k = 0; k < nd; k++)
-        if ((ce->part & (1u << k)) && ce->plo[k] <= lo && hi <= ce->phi[k])
+    for (uint32_t k = 0; k < nd; k++) {
+        if (!(ce->part & (1u << k)))
+            continue;
+        uint64_t plo = ce->plo[k], phi = ce->phi[k], a = w->a[k], b = w->b[k];
+        bool alone = plo <= w->lo && w->hi <= phi;
+        /* Known columns then written ones (or the other way round) without a gap. */
+        bool with_new = a < b && ((plo <= w->lo && phi >= a && b >= w->hi) ||
+                                  (a <= w->lo && b >= plo && phi >= w->hi));
+        if (alone || with_new)
             m |= 1u << k;
+    }
     return m;
 }
 
