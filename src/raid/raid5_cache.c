@@ -159,15 +159,22 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
     }
 }
 
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len)
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, bool *near)
 {
     struct r5_cache *c = &p->cache;
-    bool hit = false;
+    bool hit = false, close = false;
+    if (near)
+        *near = false;
     if (!c->n)
         return false;
     pthread_mutex_lock(&c->lock);
-    for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++)
+    for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++) {
         hit = hit || c->ends[i] == off;
+        close =
+            close || (c->ends[i] && c->ends[i] <= off && off - c->ends[i] <= R5_STREAM_NEAR * len);
+    }
+    if (near)
+        *near = close;
     c->ends[c->endpos++ % R5_STREAM_ENDS] = off + len;
     pthread_mutex_unlock(&c->lock);
     return hit;

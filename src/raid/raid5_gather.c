@@ -55,6 +55,7 @@ struct r5g_ent {
     int next;
     uint64_t lo[R5G_EXTENTS], hi[R5G_EXTENTS];
     uint64_t deadline; /* CLOCK_MONOTONIC ns: written out by the thread from then on */
+    uint64_t first;    /* CLOCK_MONOTONIC ns of its first write */
     uint64_t gen;      /* order of creation: a drain writes out only entries older than it */
     char *data;
 };
@@ -71,7 +72,10 @@ struct r5_gather {
     uint64_t hold_ns;
     uint64_t sbytes;
     uint64_t gens; /* entries created so far */
-    int err;       /* first write-out error since the last whole drain */
+    /* counters (under lock; logged at close): writes held, write-outs whole / in part, the
+     * latter by the end of their hold */
+    uint64_t held, out_whole, out_part, out_timeout;
+    int err; /* first write-out error since the last whole drain */
     bool stop;
     pthread_t thr;
 };
@@ -133,6 +137,9 @@ static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row)
         ret = ret ? ret : x;
     }
     pthread_mutex_lock(&g->lock);
+    bool whole = next == 1 && lo[0] == 0 && hi[0] == g->sbytes;
+    g->out_whole += whole;
+    g->out_part += !whole;
     e->state = R5G_FREE;
     e->row = R5_NO_ROW;
     atomic_fetch_sub(&g->nheld, 1);
@@ -198,8 +205,8 @@ static struct r5g_ent *r5g_take(struct r5_gather *g, uint64_t row)
  * whole. Returns 1 when the piece was taken (*err: the write-out's error), 0 when it was not:
  * then nothing of row is held or being written out (the caller writes the piece itself).
  */
-static int r5g_absorb(struct r5_gather *g, uint64_t row, uint64_t lo, uint64_t hi,
-                      const char *src, bool start, bool fua, int *err)
+static int r5g_absorb(struct r5_gather *g, uint64_t row, uint64_t lo, uint64_t hi, const char *src,
+                      bool start, bool fua, int *err)
 {
     struct r5g_ent *e;
     pthread_mutex_lock(&g->lock);
@@ -226,13 +233,18 @@ static int r5g_absorb(struct r5_gather *g, uint64_t row, uint64_t lo, uint64_t h
         e->state = R5G_HELD;
         e->next = 0;
         e->gen = ++g->gens;
-        e->deadline = r5g_now() + g->hold_ns;
+        e->first = r5g_now();
+        e->deadline = e->first + g->hold_ns;
         r5g_extent_add(e, lo, hi);
         atomic_fetch_add(&g->nheld, 1);
         pthread_cond_signal(&g->wake);
         break;
     }
     bool whole = e->next == 1 && e->lo[0] == 0 && e->hi[0] == g->sbytes;
+    /* Each write renews the hold, up to R5G_HOLD_MAX holds after the first write. */
+    uint64_t renew = r5g_now() + g->hold_ns, cap = e->first + R5G_HOLD_MAX * g->hold_ns;
+    e->deadline = renew < cap ? renew : cap;
+    g->held++;
     e->users++;
     pthread_mutex_unlock(&g->lock);
     memcpy(e->data + lo, src, hi - lo);
@@ -257,9 +269,9 @@ int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, 
     struct r5_priv *p = r->level_priv;
     struct r5_gather *g = p->gather;
     uint64_t sb = g->sbytes, end = off + len, pos = off, dstart = UINT64_MAX;
-    bool stream = r5c_stream(p, off, len), fua = flags & RK_WRITE_FUA;
+    bool near, stream = r5c_stream(p, off, len, &near), fua = flags & RK_WRITE_FUA;
     int ret = 0, x;
-    if (!stream && !atomic_load(&g->nheld))
+    if (!near && !atomic_load(&g->nheld))
         return r5_rw_direct(r, RK_OP_WRITE, (char *)buf, len, off, flags, false);
     /* Pieces not taken are written directly, consecutive ones in one call (whole stripes keep
      * their batching), after any held data of their stripes was written out. */
@@ -268,10 +280,10 @@ int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, 
         bool partial = pos > rs || e < rs + sb;
         int err = 0;
         if (partial && r5g_absorb(g, row, pos - rs, e - rs, buf + (pos - off),
-                                  stream && r5g_healthy(r, row), fua, &err)) {
+                                  near && r5g_healthy(r, row), fua, &err)) {
             if (dstart != UINT64_MAX) {
-                x = r5_rw_direct(r, RK_OP_WRITE, (char *)buf + (dstart - off), pos - dstart,
-                                 dstart, flags, stream);
+                x = r5_rw_direct(r, RK_OP_WRITE, (char *)buf + (dstart - off), pos - dstart, dstart,
+                                 flags, stream);
                 ret = ret ? ret : x;
                 dstart = UINT64_MAX;
             }
@@ -285,8 +297,8 @@ int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, 
         pos = e;
     }
     if (dstart != UINT64_MAX) {
-        x = r5_rw_direct(r, RK_OP_WRITE, (char *)buf + (dstart - off), end - dstart, dstart,
-                         flags, stream);
+        x = r5_rw_direct(r, RK_OP_WRITE, (char *)buf + (dstart - off), end - dstart, dstart, flags,
+                         stream);
         ret = ret ? ret : x;
     }
     return ret;
@@ -347,6 +359,7 @@ static void *r5g_thread(void *arg)
                 next = x->deadline;
         }
         if (due) {
+            g->out_timeout++;
             r5g_write_out(g, due, due->row);
             continue;
         }
@@ -422,6 +435,10 @@ void r5g_close(struct r5_priv *p)
     if (!g)
         return;
     pthread_mutex_lock(&g->lock);
+    rk_debug("raid5 gather: %llu writes held, %llu whole-stripe write-outs, %llu partial (%llu at "
+             "the end of their hold)",
+             (unsigned long long)g->held, (unsigned long long)g->out_whole,
+             (unsigned long long)g->out_part, (unsigned long long)g->out_timeout);
     g->stop = true;
     pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);

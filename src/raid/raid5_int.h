@@ -63,6 +63,8 @@
 
 /* Ends of the most recent writes remembered to recognise a sequential stream (raid5_cache.c). */
 #define R5_STREAM_ENDS 8
+/* A write that starts within this many of its own lengths after a recent end is "near" one. */
+#define R5_STREAM_NEAR 8
 
 /* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set; a chunk
  * not valid but with bit k of part set is known over columns [plo[k], phi[k]) only. */
@@ -217,8 +219,10 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
                 struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
                 uint32_t cv, uint32_t full);
 /* Sequential-stream detection: true when a write starting at array offset off begins where one
- * of the last R5_STREAM_ENDS writes ended; then (always) remember end = off + len. */
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len);
+ * of the last R5_STREAM_ENDS writes ended; *near (may be NULL) also when it begins at most
+ * R5_STREAM_NEAR * len bytes after such an end (a stream whose requests run out of order on
+ * several threads); then (always) remember end = off + len. */
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, bool *near);
 /*
  * Stream fill (issue 13 "stripe gathering", without holding writes): before a sub-chunk write of
  * a sequential stream into stripe g (stripe lock held, ce its entry, touched the data blocks the
@@ -301,8 +305,10 @@ int r5_rw_direct(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, ui
 #define R5G_ENTRIES 8
 #define R5G_BYTES   (32u * 1024u * 1024u)
 #define R5G_EXTENTS 16
-/* Default longest hold of a gathered write, microseconds (RAIDKIT_RAID5_GATHER_US). */
-#define R5G_HOLD_US 2000
+/* Default hold of a gathering entry after its last write, microseconds
+ * (RAIDKIT_RAID5_GATHER_US), and the longest hold after its first write, in holds. */
+#define R5G_HOLD_US  2000
+#define R5G_HOLD_MAX 4
 
 /* Set up p's stripe gathering for r (after r5c_open: it needs the stream detection): entries
  * of one stripe each, R5G_ENTRIES at most within R5G_BYTES, and the thread that writes out

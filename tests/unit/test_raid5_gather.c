@@ -9,6 +9,7 @@
  * status of held data, and a member failing while data is held.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -281,11 +282,12 @@ static void test_gather_counts(void **state)
         assert_int_equal(rk_dev_read(a.raid, back, sb * S, sb), 0);
         assert_memory_equal(buf, back, sb * S);
         check_parity(&a);
-        /* random 4K writes, with a stripe of a stream held meanwhile: unchanged, not held */
+        /* random 4K writes (none within 8 lengths after a recent end), with a stripe of a
+         * stream held meanwhile: unchanged, not held */
         uint64_t so = (S + 2) * sb;
         assert_int_equal(rk_dev_write(a.raid, buf, WR, so, 0), 0);
         assert_int_equal(rk_dev_write(a.raid, buf + WR, WR, so + WR, 0), 0); /* held */
-        uint64_t offs[] = {(S + 1) * sb + 3 * 4096, (S + 3) * sb + CHUNK + 8192, 5 * 4096};
+        uint64_t offs[] = {(S + 1) * sb + CHUNK + 3 * 4096, (S + 3) * sb + CHUNK + 8192, 5 * 4096};
         for (int j = 0; j < 3; j++) {
             counts(&a, &rb, &wb);
             assert_int_equal(rk_dev_write(a.raid, buf, 4096, offs[j], 0), 0);
@@ -450,12 +452,94 @@ static void test_gather_others(void **state)
     arr_close(&a);
 }
 
+/* One writer of test_gather_threads: sequential pieces of 4..24 KiB over its own rows (a new
+ * random start now and then), every one read back through the array at once. */
+struct gwriter {
+    struct arr *a;
+    char *shadow; /* the whole array's expected content; this writer owns [lo, hi) */
+    uint64_t lo, hi;
+    unsigned seed;
+    int fua_every, jump, err; /* a new random start once in jump writes */
+};
+
+static void *gwriter_run(void *arg)
+{
+    struct gwriter *w = arg;
+    char *buf = malloc(24 * KiB), *back = malloc(24 * KiB);
+    uint64_t pos = w->lo;
+    for (int i = 0; i < 1500 && !w->err; i++) {
+        uint64_t n = (1 + (uint64_t)rand_r(&w->seed) % 6) * 4 * KiB;
+        if (pos + n > w->hi || rand_r(&w->seed) % w->jump == 0)
+            pos = w->lo + (uint64_t)rand_r(&w->seed) % ((w->hi - w->lo) / (4 * KiB) - 6) * 4 * KiB;
+        rk_test_fill_rand_r((unsigned char *)buf, n, &w->seed);
+        uint32_t fl = w->fua_every && i % w->fua_every == 0 ? RK_WRITE_FUA : 0;
+        if ((w->err = rk_dev_write(w->a->raid, buf, n, pos, fl)))
+            break;
+        memcpy(w->shadow + pos, buf, n);
+        if ((w->err = rk_dev_read(w->a->raid, back, n, pos)))
+            break;
+        if (memcmp(back, buf, n))
+            w->err = -EILSEQ;
+        if (i % 97 == 0 && !w->err)
+            w->err = rk_dev_flush(w->a->raid);
+        pos += n;
+    }
+    free(buf);
+    free(back);
+    return NULL;
+}
+
+/*
+ * Gathering on with a short hold (300 us), four threads: three sequential streams (one with FUA
+ * writes among them) and one random writer, each in its own rows, every write read back at
+ * once, flushes in between. At the end every byte is on the members and every stripe's parity
+ * matches.
+ */
+static void test_gather_threads(void **state)
+{
+    setenv("RAIDKIT_RAID5_GATHER_US", "300", 1);
+    static const int levels[] = {RK_LEVEL_RAID5, RK_LEVEL_RAID6};
+    for (int li = 0; li < 2; li++) {
+        struct arr a;
+        const uint64_t rows = 64;
+        arr_open(&a, levels[li], 5, rows, false);
+        uint64_t size = rows * a.nd * CHUNK, part = size / 4;
+        char *shadow = calloc(1, size), *back = malloc(size);
+        struct gwriter w[4];
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++) {
+            w[i] = (struct gwriter){.a = &a,
+                                    .shadow = shadow,
+                                    .lo = i * part,
+                                    .hi = (i + 1) * part,
+                                    .seed = 1400u + (unsigned)i + 10u * (unsigned)li,
+                                    .fua_every = i == 1 ? 7 : 0,
+                                    .jump = i == 3 ? 1 : 50};
+            assert_int_equal(pthread_create(&t[i], NULL, gwriter_run, &w[i]), 0);
+        }
+        for (int i = 0; i < 4; i++) {
+            pthread_join(t[i], NULL);
+            if (w[i].err)
+                print_error("writer %d: %d\n", i, w[i].err);
+            assert_int_equal(w[i].err, 0);
+        }
+        assert_int_equal(rk_dev_flush(a.raid), 0);
+        member_read(&a, back, size, 0);
+        assert_memory_equal(back, shadow, size);
+        check_parity(&a);
+        free(shadow);
+        free(back);
+        arr_close(&a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fill_counts),      cmocka_unit_test(test_fill_flush_fua),
         cmocka_unit_test(test_gather_counts),    cmocka_unit_test(test_gather_flush_fua),
         cmocka_unit_test(test_gather_hold_time), cmocka_unit_test(test_gather_others),
+        cmocka_unit_test(test_gather_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
