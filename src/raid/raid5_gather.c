@@ -4,12 +4,12 @@
  * A sequential stream of writes smaller than a stripe costs, per write, member reads and a
  * parity write (and a partial parity log entry), even with the stripe cache (raid5_cache.c).
  * Here a partial-stripe write that continues a stream (r5c_stream: it starts at, or a few of its
- * lengths after, where a recent write ended) is copied into an entry of its stripe and acknowledged at once, like a write
- * into a volatile write cache; the following writes of the stream land in the same entry, and
- * the write that makes the entry whole writes the stripe out, as one full-stripe write (parity
- * from the new data, no reads, no log entry), before it replies. An entry that does not become
- * whole is written out by the gather thread when its hold time ends (hold_ns after its last
- * write, RAIDKIT_RAID5_GATHER_US, default R5G_HOLD_US; at most R5G_HOLD_MAX holds after its
+ * lengths after, where a recent write ended) is copied into an entry of its stripe and acknowledged
+ * at once, like a write into a volatile write cache; the following writes of the stream land in the
+ * same entry, and the write that makes the entry whole writes the stripe out, as one full-stripe
+ * write (parity from the new data, no reads, no log entry), before it replies. An entry that does
+ * not become whole is written out by the gather thread when its hold time ends (hold_ns after its
+ * last write, RAIDKIT_RAID5_GATHER_US, default R5G_HOLD_US; at most R5G_HOLD_MAX holds after its
  * first) as ordinary partial-stripe writes.
  *
  * What an acknowledged write promises does not change: it is durable after the next FLUSH
