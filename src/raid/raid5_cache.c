@@ -159,22 +159,24 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
     }
 }
 
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, bool *near)
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end)
 {
     struct r5_cache *c = &p->cache;
-    bool hit = false, close = false;
-    if (near)
-        *near = false;
+    bool hit = false;
+    uint64_t ne = 0;
+    if (near_end)
+        *near_end = 0;
     if (!c->n)
         return false;
     pthread_mutex_lock(&c->lock);
     for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++) {
-        hit = hit || c->ends[i] == off;
-        close =
-            close || (c->ends[i] && c->ends[i] <= off && off - c->ends[i] <= R5_STREAM_NEAR * len);
+        uint64_t e = c->ends[i];
+        hit = hit || e == off;
+        if (e && e <= off && off - e <= R5_STREAM_NEAR * len && e > ne)
+            ne = e;
     }
-    if (near)
-        *near = close;
+    if (near_end)
+        *near_end = ne;
     c->ends[c->endpos++ % R5_STREAM_ENDS] = off + len;
     pthread_mutex_unlock(&c->lock);
     return hit;

@@ -270,7 +270,13 @@ int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, 
     struct r5_priv *p = r->level_priv;
     struct r5_gather *g = p->gather;
     uint64_t sb = g->sbytes, end = off + len, pos = off, dstart = UINT64_MAX;
-    bool near, stream = r5c_stream(p, off, len, &near), fua = flags & RK_WRITE_FUA;
+    uint64_t ne;
+    bool stream = r5c_stream(p, off, len, &ne), fua = flags & RK_WRITE_FUA;
+    /* Out of order: a recent write ended a little before off in the same stripe, or in the
+     * previous one when off starts a stripe (a strided pattern across stripes is no stream). */
+    bool near =
+        stream ||
+        (ne && ((ne - 1) / sb == off / sb || (off % sb == 0 && (ne - 1) / sb + 1 == off / sb)));
     int ret = 0, x;
     if (!near && !atomic_load(&g->nheld))
         return r5_rw_direct(r, RK_OP_WRITE, (char *)buf, len, off, flags, false);

@@ -219,10 +219,10 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
                 struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
                 uint32_t cv, uint32_t full);
 /* Sequential-stream detection: true when a write starting at array offset off begins where one
- * of the last R5_STREAM_ENDS writes ended; *near (may be NULL) also when it begins at most
- * R5_STREAM_NEAR * len bytes after such an end (a stream whose requests run out of order on
+ * of the last R5_STREAM_ENDS writes ended; *near_end (may be NULL) gets the latest such end at
+ * most R5_STREAM_NEAR * len bytes before off, or 0 (a stream whose requests run out of order on
  * several threads); then (always) remember end = off + len. */
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, bool *near);
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end);
 /*
  * Stream fill (issue 13 "stripe gathering", without holding writes): before a sub-chunk write of
  * a sequential stream into stripe g (stripe lock held, ce its entry, touched the data blocks the
