@@ -77,6 +77,8 @@ int raid_alloc_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *ext
                    bool *is_hole)
 {
     struct raid_priv *r = dev->priv;
+    if (r->l.lvl->drain)
+        r->l.lvl->drain(r, off, len); /* held writes are data the members must show */
     if (r->l.g.level == RK_LEVEL_RAID5 || r->l.g.level == RK_LEVEL_RAID6)
         return am_parity(r, off, len, extent_len, is_hole);
     return am_copies(r, off, len, extent_len, is_hole);

@@ -72,7 +72,10 @@ static int raid_flush(struct rk_dev *dev)
     struct raid_priv *r = dev->priv;
     if (atomic_load(&r->writes_stopped))
         return -EIO;
-    return raid_fail_settle(r, raid_members_round(r, RK_OP_FLUSH, NULL, 0, 0, 0));
+    /* Writes the level holds (raid5/6 stripe gathering) reach the members first. */
+    int held = r->l.lvl->drain ? r->l.lvl->drain(r, 0, UINT64_MAX) : 0;
+    int ret = raid_fail_settle(r, raid_members_round(r, RK_OP_FLUSH, NULL, 0, 0, 0));
+    return ret ? ret : held;
 }
 
 /* Free r and what it holds: stop a running job first, then the level's state (a no-op unless
@@ -94,6 +97,9 @@ static void raid_priv_free(struct raid_priv *r)
 static void raid_close(struct rk_dev *dev)
 {
     struct raid_priv *r = dev->priv;
+    if (r && r->l.lvl->drain)
+        r->l.lvl->drain(r, 0,
+                        UINT64_MAX); /* held writes reach the members while everything still runs */
     if (r)
         raid_priv_free(r);
 }

@@ -18,9 +18,8 @@ static int raid6_max_failed(uint32_t members)
     return 2;
 }
 
-/* The level's request hook (raid_int.h). */
-static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
-                 uint32_t flags)
+int r5_rw_direct(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                 uint32_t flags, bool stream)
 {
     struct r5_req q;
     struct raid_range node;
@@ -48,7 +47,7 @@ static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, ui
         ret = r5_read(&q, buf, len, off);
         break;
     case RK_OP_WRITE:
-        ret = r5_write(&q, buf, len, off);
+        ret = r5_write(&q, buf, len, off, stream);
         break;
     case RK_OP_DISCARD:
         ret = r5_zero(&q, len, off, false, 0);
@@ -65,11 +64,27 @@ static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, ui
     return ret;
 }
 
+/* The level's request hook (raid_int.h): writes go through stripe gathering when it is on;
+ * every other request first has the held writes of its range written out (raid5_gather.c). */
+static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                 uint32_t flags)
+{
+    struct r5_priv *p = r->level_priv;
+    if (p->gather) {
+        if (op == RK_OP_WRITE)
+            return r5g_write(r, buf, len, off, flags);
+        r5g_drain(r, off, len); /* a write-out error stays recorded for the next flush */
+    }
+    bool stream = op == RK_OP_WRITE && r5c_stream(p, off, len, NULL);
+    return r5_rw_direct(r, op, buf, len, off, flags, stream);
+}
+
 static void r5_close(struct raid_priv *r)
 {
     struct r5_priv *p = r->level_priv;
     if (!p)
         return;
+    r5g_close(p);
     stripe_pool_destroy(&p->pool);
     stripe_locks_destroy(&p->locks);
     rk_parity_ctx_destroy(p->pctx);
@@ -108,7 +123,10 @@ static int r5_open(struct raid_priv *r)
     }
     memset(p->zero, 0, p->win);
     r5c_open(r, p);
-    return 0;
+    ret = r5g_open(r, p);
+    if (ret)
+        r5_close(r);
+    return ret;
 }
 
 const struct raid_level raid_level_raid5 = {
@@ -125,6 +143,7 @@ const struct raid_level raid_level_raid5 = {
     .open = r5_open,
     .close = r5_close,
     .log_start = r5_ppl_start,
+    .drain = r5g_drain,
     .write_hole = true,
 };
 
@@ -142,5 +161,6 @@ const struct raid_level raid_level_raid6 = {
     .open = r5_open,
     .close = r5_close,
     .log_start = r5_ppl_start,
+    .drain = r5g_drain,
     .write_hole = true,
 };

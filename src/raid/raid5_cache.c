@@ -96,14 +96,22 @@ void r5c_forget(struct r5_centry *ce)
         ce->valid = ce->part = 0;
 }
 
-uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi)
+uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, const struct r5_wwin *w)
 {
     if (!ce)
         return 0;
     uint32_t m = ce->valid;
-    for (uint32_t k = 0; k < nd; k++)
-        if ((ce->part & (1u << k)) && ce->plo[k] <= lo && hi <= ce->phi[k])
+    for (uint32_t k = 0; k < nd; k++) {
+        if (!(ce->part & (1u << k)))
+            continue;
+        uint64_t plo = ce->plo[k], phi = ce->phi[k], a = w->a[k], b = w->b[k];
+        bool alone = plo <= w->lo && w->hi <= phi;
+        /* Known columns then written ones (or the other way round) without a gap. */
+        bool with_new = a < b && ((plo <= w->lo && phi >= a && b >= w->hi) ||
+                                  (a <= w->lo && b >= plo && phi >= w->hi));
+        if (alone || with_new)
             m |= 1u << k;
+    }
     return m;
 }
 
@@ -151,15 +159,24 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
     }
 }
 
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len)
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end)
 {
     struct r5_cache *c = &p->cache;
     bool hit = false;
+    uint64_t ne = 0;
+    if (near_end)
+        *near_end = 0;
     if (!c->n)
         return false;
     pthread_mutex_lock(&c->lock);
-    for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++)
-        hit = hit || c->ends[i] == off;
+    for (unsigned i = 0; i < R5_STREAM_ENDS && off; i++) {
+        uint64_t e = c->ends[i];
+        hit = hit || e == off;
+        if (e && e <= off && off - e <= R5_STREAM_NEAR * len && e > ne)
+            ne = e;
+    }
+    if (near_end)
+        *near_end = ne;
     c->ends[c->endpos++ % R5_STREAM_ENDS] = off + len;
     pthread_mutex_unlock(&c->lock);
     return hit;

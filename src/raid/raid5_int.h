@@ -8,6 +8,8 @@
  *   raid5_write.c    writes (read-modify-write / reconstruct-write), zeroing and discard
  *   raid5_rebuild.c  the rebuild (reconstruct) and scrub hooks
  *   raid5_ppl.c      the partial parity log (write step, ring, replay); blocks: raid5_ppl_fmt.c
+ *   raid5_gather.c   stripe gathering: sequential partial-stripe writes held briefly in memory
+ *                    and written out as whole stripes (write-back, bounded time)
  *   raid5.c          the request hook, open/close and the level tables
  *
  * Layout (docs/FORMAT.md "raid5, raid6"): member chunk row s of every slot forms stripe s.
@@ -61,6 +63,8 @@
 
 /* Ends of the most recent writes remembered to recognise a sequential stream (raid5_cache.c). */
 #define R5_STREAM_ENDS 8
+/* A write that starts within this many of its own lengths after a recent end is "near" one. */
+#define R5_STREAM_NEAR 8
 
 /* One cached stripe: data chunk k is data + k * chunk, valid when bit k of valid is set; a chunk
  * not valid but with bit k of part set is known over columns [plo[k], phi[k]) only. */
@@ -92,8 +96,9 @@ struct r5_priv {
     uint64_t win; /* column window: min(chunk, R5_WIN) */
     char *zero;   /* win bytes of zeros: the source of partial-stripe write-zeroes */
     struct r5_cache cache;
-    struct r5_ppl *ppl; /* partial parity log (raid5_ppl.c), NULL: none */
-    uint64_t wstep;     /* columns per partial-stripe write window (<= win; the log's bound) */
+    struct r5_ppl *ppl;       /* partial parity log (raid5_ppl.c), NULL: none */
+    struct r5_gather *gather; /* stripe gathering (raid5_gather.c), NULL: off */
+    uint64_t wstep; /* columns per partial-stripe write window (<= win; the log's bound) */
 };
 
 /* A pool buffer: (members + 2) block windows plus this much for two log entries' headers. */
@@ -202,9 +207,10 @@ void r5c_drop(struct r5_priv *p, uint64_t row, uint64_t count);
 bool r5c_usable(struct raid_priv *r, const struct r5_geo *g);
 /* Forget everything ce holds (after a failure or a change the cache did not follow); NULL ok. */
 void r5c_forget(struct r5_centry *ce);
-/* The data blocks ce knows over the whole of columns [lo, hi): valid chunks and partial ones
- * whose known range covers the window (0 for NULL). */
-uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, uint64_t lo, uint64_t hi);
+/* The data blocks ce can supply over the whole of window w: valid chunks, partial ones whose
+ * known range covers the window, and touched ones whose known range and the columns w writes
+ * together cover it (their buffer is the cached window patched with the new bytes); 0 for NULL. */
+uint32_t r5c_known(const struct r5_centry *ce, uint32_t nd, const struct r5_wwin *w);
 /* After a successful write of window w in mode: record in ce what is now known of each data
  * chunk (touched: data blocks written; need: blocks the reconstruct-write read into q's
  * buffers; cv: blocks ce knew over the window before, r5c_known; full: blocks written over the
@@ -213,8 +219,10 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
                 struct r5_centry *ce, enum r5_mode mode, uint32_t touched, uint32_t need,
                 uint32_t cv, uint32_t full);
 /* Sequential-stream detection: true when a write starting at array offset off begins where one
- * of the last R5_STREAM_ENDS writes ended; then (always) remember end = off + len. */
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len);
+ * of the last R5_STREAM_ENDS writes ended; *near_end (may be NULL) gets the latest such end at
+ * most R5_STREAM_NEAR * len bytes before off, or 0 (a stream whose requests run out of order on
+ * several threads); then (always) remember end = off + len. */
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end);
 /*
  * Stream fill (issue 13 "stripe gathering", without holding writes): before a sub-chunk write of
  * a sequential stream into stripe g (stripe lock held, ce its entry, touched the data blocks the
@@ -243,8 +251,10 @@ void r5_repair(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t h
 
 /* ---- raid5_write.c ---- */
 
-/* Write buf (NULL: zeros) over array range [off, off+len). Returns 0 or -EIO. */
-int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off);
+/* Write buf (NULL: zeros) over array range [off, off+len); stream: the request continues a
+ * sequential stream (r5c_stream; its sub-chunk pieces fill the stripe cache first). Returns 0
+ * or -EIO. */
+int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off, bool stream);
 /* Discard (zero false) or write-zeroes (flags: RK_WRITE_FUA | RK_ZERO_NO_HOLE) over array
  * range [off, off+len). Returns 0 or -EIO. */
 int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t flags);
@@ -280,6 +290,49 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
  * next member flush. When one of its rings is half full, this call reclaims it (flushes the
  * members and writes the heads) before returning. No-op for an empty tok. */
 void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok);
+
+/* ---- raid5.c ---- */
+
+/* The request path without stripe gathering (raid5.c): range lock while a job runs, then read,
+ * write (stream as in r5_write), discard or write-zeroes of array range [off, off+len) on the
+ * members. Call holding no lock of the level. Returns 0 or -errno. */
+int r5_rw_direct(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
+                 uint32_t flags, bool stream);
+
+/* ---- raid5_gather.c ---- */
+
+/* Gathering entries (stripes held at once) and their memory bound; extents per held stripe. */
+#define R5G_ENTRIES 8
+#define R5G_BYTES   (32u * 1024u * 1024u)
+#define R5G_EXTENTS 16
+/* Default hold of a gathering entry after its last write, microseconds
+ * (RAIDKIT_RAID5_GATHER_US), and the longest hold after its first write, in holds. */
+#define R5G_HOLD_US  2000
+#define R5G_HOLD_MAX 4
+
+/* Set up p's stripe gathering for r (after r5c_open: it needs the stream detection): entries
+ * of one stripe each, R5G_ENTRIES at most within R5G_BYTES, and the thread that writes out
+ * expired ones. Off (p->gather NULL, returns 0) when RAIDKIT_RAID5_GATHER_US=0, without the
+ * stripe cache, or below two entries. Returns 0 or -ENOMEM / the thread's error. */
+int r5g_open(struct raid_priv *r, struct r5_priv *p);
+/* Stop the thread and free p->gather (held data not written out is dropped: the engine drains
+ * before close). NULL-safe. */
+void r5g_close(struct r5_priv *p);
+/*
+ * A write request of array range [off, off+len) from buf (flags: RK_WRITE_FUA) when gathering
+ * is on: each partial-stripe piece of a sequential stream (or any piece landing in a stripe
+ * already held) is copied into its stripe's entry and acknowledged; a stripe whose entry became
+ * whole is written out at once as a full stripe by this call. FUA pieces and whole stripes are
+ * written through r5_rw_direct after the held data of their stripes was written out. Returns 0
+ * or -errno (-EIO when the array lost data).
+ */
+int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, uint32_t flags);
+/* The level's drain hook (raid_int.h; also before reads, discard and write-zeroes): write out
+ * every held stripe that array range [off, off+len) touches (len UINT64_MAX: all) and wait for
+ * write-outs already running there. Call holding no lock of the level. Returns 0, or, for a
+ * whole drain, the first write-out error since the last whole drain (-EIO: a held write that
+ * was acknowledged is lost, e.g. the array lost data meanwhile). */
+int r5g_drain(struct raid_priv *r, uint64_t off, uint64_t len);
 
 /* ---- raid5_rebuild.c ---- */
 

@@ -178,7 +178,7 @@ static int r5w_commit(struct r5_req *q, const struct r5_geo *g, const struct r5_
 static int r5_write_window(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
                            struct r5_centry *ce)
 {
-    struct r5_plan pl = {.cv = r5c_known(ce, g->nd, w->lo, w->hi)};
+    struct r5_plan pl = {.cv = r5c_known(ce, g->nd, w)};
     int ret = r5w_plan(q, g, w, &pl);
     if (ret)
         return ret;
@@ -303,14 +303,13 @@ static int r5_write_stripe(struct r5_req *q, const char *buf, uint64_t n, uint64
     return ret;
 }
 
-int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off)
+int r5_write(struct r5_req *q, const char *buf, uint64_t len, uint64_t off, bool stream)
 {
     const struct raid_layout *l = &q->r->l;
     uint64_t chunk = l->g.chunk, sbytes = r5_stripe_bytes(l);
     uint32_t members = l->g.members, np = r5_nparity(l);
     int ret = 0;
-    bool stream = buf && r5c_stream(q->p, off, len);
-
+    stream = stream && buf;
     r5_req_buf(q);
     while (len) {
         uint64_t soff = off % sbytes, n;
@@ -368,12 +367,12 @@ int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t fl
     uint64_t first = (off + sbytes - 1) / sbytes, last = end / sbytes; /* whole: [first, last) */
     int ret = 0;
     if (first >= last)
-        return zero ? r5_write(q, NULL, len, off) : 0;
+        return zero ? r5_write(q, NULL, len, off, false) : 0;
     if (zero && off < first * sbytes)
-        ret = r5_write(q, NULL, first * sbytes - off, off);
+        ret = r5_write(q, NULL, first * sbytes - off, off, false);
     if (!ret)
         ret = r5_zero_stripes(q, first, last - first, zero ? flags : 0);
     if (!ret && zero && last * sbytes < end)
-        ret = r5_write(q, NULL, end - last * sbytes, last * sbytes);
+        ret = r5_write(q, NULL, end - last * sbytes, last * sbytes, false);
     return ret;
 }

@@ -107,6 +107,11 @@ struct raid_level {
     /* Optional: replay (with replay) and start the level's write log; see rk_raid_log_start.
      * Called once, before any write. Returns 0 or -errno. */
     int (*log_start)(struct raid_priv *r, bool replay);
+    /* Optional: write out what the level holds in memory for array range [off, off+len)
+     * (raid5/6 stripe gathering; len UINT64_MAX: everything), called holding nothing before a
+     * flush reaches the members, before block status and at close. A whole drain returns -EIO
+     * when a held, acknowledged write was lost since the last whole drain, else 0. */
+    int (*drain)(struct raid_priv *r, uint64_t off, uint64_t len);
     /* True for levels whose stripes can be left inconsistent by a crash in a way that a
      * degraded start cannot detect or repair (the RAID5/6 write hole): a dirty and degraded
      * start of such a level needs --force. */

@@ -174,6 +174,11 @@ static void *writer_run(void *arg)
             w->err = -EINVAL;
             break;
         }
+        /* Only writes during the rebuild matter here; after it, stripe gathering may merge
+         * the pieces into whole-chunk writes, which the slow member would count as rebuild
+         * writes. */
+        if (p.state == RK_JOB_DONE || p.state == RK_JOB_FAILED)
+            break;
         uint64_t row = p.pos / CHUNK < ROWS ? p.pos / CHUNK : ROWS - 1;
         uint64_t piece = (uint64_t)w->id + NWRITERS * ((uint64_t)rand_r(&w->seed) % mine);
         uint64_t off = row_chunk_on(a, row, w->target, &w->seed) + piece * PIECE;
