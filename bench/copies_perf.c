@@ -29,18 +29,15 @@
 
 struct cfg {
     const char *name;
-    int level;     /* RK_LEVEL_*, or -100 = bare pwrite to one member file */
-    bool bitmap;   /* write-intent bitmap (levels with redundancy) */
-    int copies;    /* member writes per host write */
+    int level;   /* RK_LEVEL_*, or -100 = bare pwrite to one member file */
+    bool bitmap; /* write-intent bitmap (levels with redundancy) */
+    int copies;  /* member writes per host write */
 };
 
 static const struct cfg cfgs[] = {
-    {"pwrite (1 member)", -100, false, 1},
-    {"raid0", RK_LEVEL_RAID0, false, 1},
-    {"raid10 bitmap", RK_LEVEL_RAID10, true, 2},
-    {"raid10 no bitmap", RK_LEVEL_RAID10, false, 2},
-    {"raid1 bitmap", RK_LEVEL_RAID1, true, 4},
-    {"raid1 no bitmap", RK_LEVEL_RAID1, false, 4},
+    {"pwrite (1 member)", -100, false, 1},       {"raid0", RK_LEVEL_RAID0, false, 1},
+    {"raid10 bitmap", RK_LEVEL_RAID10, true, 2}, {"raid10 no bitmap", RK_LEVEL_RAID10, false, 2},
+    {"raid1 bitmap", RK_LEVEL_RAID1, true, 4},   {"raid1 no bitmap", RK_LEVEL_RAID1, false, 4},
 };
 #define NCFG (sizeof(cfgs) / sizeof(cfgs[0]))
 
@@ -147,7 +144,9 @@ static int cfg_open(const struct cfg *c, const char *const *paths, struct rk_vol
             *fd = open(paths[0], O_RDWR);
         return *fd < 0 ? -1 : 0;
     }
-    struct rk_create_opts co = {.level = c->level, .chunk = 64 * 1024, .force = true,
+    struct rk_create_opts co = {.level = c->level,
+                                .chunk = 64 * 1024,
+                                .force = true,
                                 .assume_clean = c->level != RK_LEVEL_RAID0,
                                 .no_bitmap = !c->bitmap};
     if (rk_volume_create(paths, NMEM, &co, err, sizeof(err))) {

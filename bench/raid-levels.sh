@@ -255,7 +255,7 @@ def cpu_us(v):  # server CPU per host I/O, median over rounds
 def verdict(ok): return "PASS" if ok else "FAIL"
 for (b, n), by_w in sorted(data.items()):
     print("== bin %d, %d members" % (b, n))
-    print("%-12s %-7s %9s %10s %16s %11s %11s %9s %9s" % (
+    print("%-12s %-11s %9s %10s %16s %11s %11s %9s %9s" % (
         "workload", "level", "IOPS", "MiB/s", "MiB/s range", "rd/host io", "wr/host io",
         "wr bytes x", "cpu us/io"))
     for w, by_l in by_w.items():
@@ -264,7 +264,7 @@ for (b, n), by_w in sorted(data.items()):
             hbytes = sum(x[2] * x[7] for x in v)
             mr, mw = sum(x[3] for x in v), sum(x[4] for x in v)
             mwb = sum(x[6] for x in v)
-            print("%-12s %-7s %9.0f %10.1f %7.1f..%-7.1f %11.2f %11.2f %9.3f %9.1f" % (
+            print("%-12s %-11s %9.0f %10.1f %7.1f..%-7.1f %11.2f %11.2f %9.3f %9.1f" % (
                 w, lv, mean([x[0] for x in v]), mean([x[1] for x in v]),
                 min(x[1] for x in v), max(x[1] for x in v), mr / hios if hios else 0,
                 mw / hios if hios else 0, mwb / hbytes if hbytes else 0, cpu_us(v)))
@@ -291,7 +291,7 @@ for (b, n), by_w in sorted(data.items()):
     w16 = by_w.get("randwrite16k", {})
     if "raid0" in w16:
         c0 = cpu_us(w16["raid0"])
-            for lv, lim in (("raid10", 1.5), ("raid1", 2.5), ("raid10:none", 1.5), ("raid1:none", 2.5)):
+        for lv, lim in (("raid10", 1.5), ("raid1", 2.5), ("raid10:none", 1.5), ("raid1:none", 2.5)):
             if lv in w16:
                 x = cpu_us(w16[lv]) / c0
                 print("%s: cpu per 16K write %s/raid0 = %.1f/%.1f us = %.2fx (target <= %.1fx%s)"
