@@ -11,7 +11,7 @@
 # raidkit process over the run).
 #
 # Usage: bench/kernel-peer.sh RAIDKIT_BINARY
-# Environment (defaults in brackets): MEMBERS [4]  MEMBER_SIZE [768M]  FSIZE [256M] fio file
+# Environment (defaults in brackets): MEMBERS [4]  MEMBER_SIZE [1280M]  FSIZE [192M] fio file
 #   or region size  RUNTIME [5] s  ROUNDS [1]  CHUNK [64K]  LEVELS [raid0 raid1 raid10 raid5
 #   raid6]  WORKLOADS [randread randwrite read write]  SHM_DIR [/dev/shm]
 #   OUT_DIR [<repo>/bench/out/kernel-peer-TIME]
@@ -24,8 +24,8 @@ set -uo pipefail
 bench_binary "$@"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 MEMBERS=${MEMBERS:-4}
-MEMBER_SIZE=${MEMBER_SIZE:-768M}
-FSIZE=${FSIZE:-256M}
+MEMBER_SIZE=${MEMBER_SIZE:-1280M}
+FSIZE=${FSIZE:-192M}
 RUNTIME=${RUNTIME:-5}
 ROUNDS=${ROUNDS:-1}
 CHUNK=${CHUNK:-64K}
