@@ -101,6 +101,18 @@ struct rk_dev_ops {
     /* Optional: true when write_zeroes costs no data transfer (hole punch / zero range on
      * every member), which NBD's FAST_ZERO needs. NULL: not fast. */
     bool (*zero_fast)(struct rk_dev *dev);
+    /*
+     * Optional pair used by rk_io_run only (a round of two or more ios): start_local takes io
+     * (validated and counted already) onto an engine of the calling thread and returns true,
+     * or returns false with io untouched (rk_io_run then submits it as usual). wait_local
+     * returns once every io of ios[0..n) (each taken by this table's start_local on this
+     * thread) has completed with io->result set; it may complete other ios of the same thread
+     * meanwhile (nested rounds); with n = 0 it only starts what this thread has prepared, not
+     * waiting. No rk_io_complete is called for such ios. Both or neither.
+     * file members: a per-thread io_uring (src/member/file_local.c).
+     */
+    bool (*start_local)(struct rk_dev *dev, struct rk_io *io);
+    void (*wait_local)(struct rk_io *const *ios, int n);
 };
 
 /* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */
@@ -179,9 +191,11 @@ void rk_io_batch_init(struct rk_io_batch *b);
 /* Start io (fields dev, op, flags, buf, len, off filled by the caller) as part of b.
  * Validation failures complete the io at once with the error. */
 void rk_io_submit(struct rk_io_batch *b, struct rk_io *io);
-/* Run n ios (filled as for rk_io_submit) in parallel as part of b and wait for all of them:
- * the first n-1 are submitted, the last runs synchronously in the caller's thread. Returns the
- * number that failed (each io's result says which). b must have nothing else pending. */
+/* Run n ios (filled as for rk_io_submit) in parallel as part of b and wait for all of them.
+ * With n >= 2, ios of devices with start_local go on the calling thread's own engine (one
+ * submission, completions reaped by this thread); of the rest, all but the last are submitted
+ * and the last runs synchronously in the caller's thread. Returns the number that failed (each
+ * io's result says which). b must have nothing else pending. */
 int rk_io_run(struct rk_io_batch *b, struct rk_io *ios, int n);
 /* Wait until every io of b has completed; returns the number that failed (0 = all good).
  * The batch can be reused after this returns; destroy with rk_io_batch_destroy. */

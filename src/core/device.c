@@ -181,6 +181,9 @@ void rk_io_complete(struct rk_io *io, int result)
     pthread_mutex_unlock(&b->lock);
 }
 
+/* Rounds of up to this many ios may use thread-local engines (rk_io_run's stack arrays). */
+#define RK_IO_LOCAL_MAX 64
+
 static int run_sync(struct rk_io *io)
 {
     struct rk_dev *dev = io->dev;
@@ -255,26 +258,143 @@ void rk_io_submit(struct rk_io_batch *b, struct rk_io *io)
         rk_io_complete(io, run_sync(io));
 }
 
-int rk_io_run(struct rk_io_batch *b, struct rk_io *ios, int n)
+/* Undo io_account of a valid io (it will be counted again on another path). */
+static void io_uncount(struct rk_io *io)
 {
-    if (n <= 0)
-        return 0;
-    for (int i = 0; i < n - 1; i++)
-        rk_io_submit(b, &ios[i]);
-    /* The last io runs in the caller's thread: a single-io round (the common small request)
-     * then costs no hand-off to a completion thread and back. */
-    struct rk_io *io = &ios[n - 1];
-    io->batch = b;
-    int r = io_account(io);
-    if (!r && (io->len || io->op == RK_OP_FLUSH))
-        r = run_sync(io);
+    struct rk_dev *dev = io->dev;
+    if (io->op != RK_OP_FLUSH)
+        atomic_fetch_sub_explicit(&dev->inflight, 1, memory_order_relaxed);
+    switch (io->op) {
+    case RK_OP_READ:
+        atomic_fetch_sub_explicit(&dev->stats.reads, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&dev->stats.read_bytes, io->len, memory_order_relaxed);
+        break;
+    case RK_OP_WRITE:
+        atomic_fetch_sub_explicit(&dev->stats.writes, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&dev->stats.write_bytes, io->len, memory_order_relaxed);
+        break;
+    case RK_OP_FLUSH:
+        atomic_fetch_sub_explicit(&dev->stats.flushes, 1, memory_order_relaxed);
+        break;
+    case RK_OP_DISCARD:
+        atomic_fetch_sub_explicit(&dev->stats.discards, 1, memory_order_relaxed);
+        break;
+    case RK_OP_WRITE_ZEROES:
+        atomic_fetch_sub_explicit(&dev->stats.zeroes, 1, memory_order_relaxed);
+        break;
+    }
+}
+
+/* End of an io that ran outside the batch (synchronously or on a thread-local engine): its
+ * in-flight gauge and error count. */
+static void io_finish_here(struct rk_io *io, int r)
+{
     io->result = r;
     if (io->op != RK_OP_FLUSH)
         atomic_fetch_sub_explicit(&io->dev->inflight, 1, memory_order_relaxed);
     if (r)
         atomic_fetch_add_explicit(&io->dev->stats.errors, 1, memory_order_relaxed);
-    int errs = n > 1 ? rk_io_batch_wait(b) : 0;
-    return errs + (r != 0);
+}
+
+/* Offer ios[0..n) to their devices' thread-local engines (rk_dev_ops.start_local); taken ones
+ * are listed in local[] and marked in taken[]. Returns how many were taken. */
+static int io_start_local(struct rk_io *ios, int n, struct rk_io **local, bool *taken)
+{
+    int nl = 0;
+    for (int i = 0; i < n; i++) {
+        struct rk_io *io = &ios[i];
+        taken[i] = false;
+        if (!io->dev->ops->start_local || (io->len == 0 && io->op != RK_OP_FLUSH))
+            continue;
+        if (rk_dev_check_range(io->dev, io->op, io->len, io->off))
+            continue; /* the normal path reports the error */
+        io->batch = NULL;
+        io_account(io);
+        if (io->dev->ops->start_local(io->dev, io)) {
+            taken[i] = true;
+            local[nl++] = io;
+        } else {
+            /* Not taken: undo the count, the normal path counts it again. */
+            io_uncount(io);
+        }
+    }
+    return nl;
+}
+
+/* Start the nl ios taken by thread-local engines without waiting (wait_local with n = 0 once
+ * per engine). */
+static void io_kick_local(struct rk_io **local, int nl)
+{
+    void (*prev)(struct rk_io *const *, int) = NULL;
+    for (int i = 0; i < nl; i++) {
+        void (*wait)(struct rk_io *const *, int) = local[i]->dev->ops->wait_local;
+        if (wait != prev)
+            wait(NULL, 0);
+        prev = wait;
+    }
+}
+
+/* Wait for the nl ios taken by thread-local engines (grouped by wait_local) and finish them.
+ * Returns how many failed. */
+static int io_wait_local(struct rk_io **local, int nl)
+{
+    int errs = 0;
+    for (int done = 0; done < nl;) {
+        void (*wait)(struct rk_io *const *, int) = local[done]->dev->ops->wait_local;
+        int k = done;
+        while (k < nl && local[k]->dev->ops->wait_local == wait)
+            k++;
+        wait(local + done, k - done);
+        for (int i = done; i < k; i++) {
+            int r = local[i]->result;
+            io_finish_here(local[i], r);
+            errs += r != 0;
+        }
+        done = k;
+    }
+    return errs;
+}
+
+int rk_io_run(struct rk_io_batch *b, struct rk_io *ios, int n)
+{
+    if (n <= 0)
+        return 0;
+    /* Two or more ios: those whose device has a thread-local engine go there (one submission,
+     * reaped by this thread: no hand-off to a completion thread and back). RK_IO_LOCAL_MAX
+     * bounds the stack; larger rounds take the batch path. */
+    struct rk_io *local[RK_IO_LOCAL_MAX];
+    bool taken[RK_IO_LOCAL_MAX];
+    int nl = n > 1 && n <= RK_IO_LOCAL_MAX ? io_start_local(ios, n, local, taken) : 0;
+    int last = n - 1, submitted = 0;
+    while (last >= 0 && nl && taken[last])
+        last--;
+    /* Others run too: the local ios reach their devices first, whatever the others do (one of
+     * them may block this thread, e.g. a fault member that hangs after a power cut). */
+    if (nl && last >= 0)
+        io_kick_local(local, nl);
+    for (int i = 0; i < last; i++) {
+        if (nl && taken[i])
+            continue;
+        rk_io_submit(b, &ios[i]);
+        submitted++;
+    }
+    int errs = 0;
+    if (last >= 0) {
+        /* The last io not on a local engine runs in the caller's thread: a single-io round (the
+         * common small request) then costs no hand-off to a completion thread and back. */
+        struct rk_io *io = &ios[last];
+        io->batch = b;
+        int r = io_account(io);
+        if (!r && (io->len || io->op == RK_OP_FLUSH))
+            r = run_sync(io);
+        io_finish_here(io, r);
+        errs += r != 0;
+    }
+    if (nl)
+        errs += io_wait_local(local, nl);
+    if (submitted)
+        errs += rk_io_batch_wait(b);
+    return errs;
 }
 
 int rk_io_batch_wait(struct rk_io_batch *b)

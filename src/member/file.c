@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "member/file_int.h"
 
 /*
  * Request flow with io_uring:
@@ -38,32 +39,10 @@
  * submitters wait for a slot instead of ever seeing -EAGAIN/-EBUSY.
  */
 #define FILE_RING_ENTRIES 256u
-/* io_uring read/write lengths are 32-bit; larger requests go in pieces like short I/O. */
-#define FILE_MAX_PIECE (1ull << 30)
 /* CQEs handled per reaper wake-up (bounded so the completion array lives on the stack). */
 #define FILE_REAP_BATCH 64u
 /* user_data of the NOP that stops the reaper; real requests are never NULL. */
 #define FILE_STOP_DATA 0ull
-/* Low bit of user_data: this CQE is the fdatasync stage of a FUA write (rk_io is aligned). */
-#define FILE_TAG_FSYNC 1ull
-
-struct file_priv {
-    int fd;         /* open with O_DIRECT when dev->direct */
-    bool read_only; /* opened O_RDONLY: writes, discards and zeroing fail with -EPERM */
-    bool is_blk;    /* block device: BLKDISCARD instead of punching holes */
-    bool dsync_ok;  /* pwritev2(RWF_DSYNC) works: a FUA write is one system call */
-    bool use_uring; /* ring and reaper are running; else pread/pwrite in the caller's thread */
-    bool inline_io; /* submit runs data I/O with pread/pwrite in the submitter's thread (see
-                     * file_inline_wanted), even with a ring */
-    /* io_uring state. lock protects the SQ side of ring, inflight and waiters; it is a leaf
-     * lock (nothing else is taken while it is held) and is never held across a completion. */
-    struct io_uring ring;
-    pthread_mutex_t lock;
-    pthread_cond_t space; /* signalled when slots are freed and someone waits */
-    unsigned inflight;    /* SQEs in the kernel, <= FILE_RING_ENTRIES */
-    unsigned waiters;     /* submitters waiting on space */
-    pthread_t reaper;
-};
 
 /* ---- the pread/pwrite path (also used for zero-filling) ---- */
 
@@ -113,25 +92,29 @@ static void file_push_locked(struct file_priv *p)
     }
 }
 
-/* Prepare the next SQE of io: the rest of its data transfer, its FUA fdatasync, or a flush.
- * The caller has reserved a slot for it. */
-static void file_prep_locked(struct file_priv *p, struct rk_io *io, uint64_t tag)
+void file_prep_sqe(struct io_uring_sqe *sqe, int fd, struct rk_io *io, uint64_t tag)
 {
-    struct io_uring_sqe *sqe;
-    while (!(sqe = io_uring_get_sqe(&p->ring)))
-        file_push_locked(p);
     if (tag == FILE_TAG_FSYNC || io->op == RK_OP_FLUSH) {
-        io_uring_prep_fsync(sqe, p->fd, IORING_FSYNC_DATASYNC);
+        io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
     } else {
         uint64_t rest = io->len - io->member_done;
         unsigned n = (unsigned)(rest < FILE_MAX_PIECE ? rest : FILE_MAX_PIECE);
         char *buf = (char *)io->buf + io->member_done;
         if (io->op == RK_OP_READ)
-            io_uring_prep_read(sqe, p->fd, buf, n, io->off + io->member_done);
+            io_uring_prep_read(sqe, fd, buf, n, io->off + io->member_done);
         else
-            io_uring_prep_write(sqe, p->fd, buf, n, io->off + io->member_done);
+            io_uring_prep_write(sqe, fd, buf, n, io->off + io->member_done);
     }
     io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)io | tag);
+}
+
+/* Prepare the next SQE of io on the shared ring. The caller has reserved a slot for it. */
+static void file_prep_locked(struct file_priv *p, struct rk_io *io, uint64_t tag)
+{
+    struct io_uring_sqe *sqe;
+    while (!(sqe = io_uring_get_sqe(&p->ring)))
+        file_push_locked(p);
+    file_prep_sqe(sqe, p->fd, io, tag);
 }
 
 /* Start io on the ring, waiting for a free slot when FILE_RING_ENTRIES are in flight. */
@@ -149,9 +132,8 @@ static void file_start(struct file_priv *p, struct rk_io *io)
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Decide what a CQE means for io. Returns true when io is finished (*result set); false when
- * *tag holds the stage to resubmit in the same slot. */
-static bool file_step(struct rk_io *io, uint64_t *tag, int res, int *result)
+/* file_int.h */
+bool file_step(struct rk_io *io, uint64_t *tag, int res, int *result)
 {
     if (res == -EAGAIN || res == -EINTR)
         return false; /* same stage again */
@@ -467,6 +449,8 @@ static const struct rk_dev_ops file_uring_ops = {
     .close = file_close,
     .map = file_map,
     .zero_fast = file_zero_fast,
+    .start_local = file_local_start,
+    .wait_local = file_local_wait,
 };
 
 /* Without a ring, the core runs rk_io_submit requests synchronously in the caller's thread. */
@@ -501,12 +485,13 @@ static bool file_uring_wanted(uint32_t flags)
  * I/O is a page-cache copy run inline: files on a memory file system (tmpfs, ramfs: their
  * O_DIRECT is a copy too) and buffered files (a file system that refused O_DIRECT); O_DIRECT
  * members of real devices (device latency, where parallel member I/O pays) use the ring.
- * RAIDKIT_MEMBER_IO=ring or =inline overrides the choice for every member (measurements, tests).
+ * RAIDKIT_MEMBER_IO=ring (or =reaper) or =inline overrides the choice for every member
+ * (measurements, tests).
  */
 static bool file_inline_wanted(int fd, bool direct)
 {
     const char *env = getenv("RAIDKIT_MEMBER_IO");
-    if (env && !strcmp(env, "ring"))
+    if (env && (!strcmp(env, "ring") || !strcmp(env, "reaper")))
         return false;
     if (env && !strcmp(env, "inline"))
         return true;
@@ -514,6 +499,15 @@ static bool file_inline_wanted(int fd, bool direct)
     if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
         return true;
     return !direct;
+}
+
+/* May rk_io_run rounds use the per-thread rings (file_local.c)? Yes unless
+ * RAIDKIT_MEMBER_IO=reaper (every submitted io through the member's ring and reaper thread:
+ * measurements, tests). */
+static bool file_local_wanted(void)
+{
+    const char *env = getenv("RAIDKIT_MEMBER_IO");
+    return !(env && !strcmp(env, "reaper"));
 }
 
 /* Set up the ring and its reaper; false (with everything undone) when the kernel lacks
@@ -624,6 +618,7 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     p->dsync_ok = true;
     p->inline_io = file_inline_wanted(fd, direct);
     p->use_uring = file_uring_wanted(flags) && file_start_uring(p);
+    p->local_io = p->use_uring && !p->inline_io && file_local_wanted();
 
     dev = rk_dev_alloc(p->use_uring ? &file_uring_ops : &file_pread_ops, p, path);
     if (!dev) {
@@ -636,7 +631,9 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     rk_debug("member %s: %s, %s, block %u, engine %s%s", path, direct ? "O_DIRECT" : "buffered",
              p->read_only ? "read-only" : "read-write", block_size,
              p->use_uring ? "io_uring" : "pread",
-             p->use_uring && p->inline_io ? " (data I/O inline)" : "");
+             p->use_uring && p->inline_io ? " (data I/O inline)"
+             : p->local_io                ? " (rounds on per-thread rings)"
+                                          : "");
     *out = dev;
     return 0;
 out:
