@@ -421,8 +421,8 @@ void fsjob_config(struct run_ctx *x, int c)
                 snprintf(rep->cells[c][ji].note, sizeof(rep->cells[c][ji].note),
                          "filesystem device: %.140s", err);
     } else {
-        fprintf(stderr, "[bench] %s: filesystem device %s (%llu MiB)\n", bc->name, d->loops[0],
-                (unsigned long long)(size >> 20));
+        fprintf(stderr, "[bench] %s: filesystem device %s (%llu MiB), mounted on %s\n", bc->name,
+                d->loops[0], (unsigned long long)(size >> 20), d->mnt);
         for (int ji = 0; ji < x->suite.njobs && !run_interrupted; ji++)
             if (x->suite.jobs[ji].tool[0])
                 fsjob_cell(x, c, ji, d);

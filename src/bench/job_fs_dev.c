@@ -161,14 +161,15 @@ int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, st
 {
     memset(d, 0, sizeof(*d));
     snprintf(d->kind, sizeof(d->kind), "%s", bc->kind);
-    snprintf(d->mnt, sizeof(d->mnt), "%.580s/fs-mnt", x->work);
-    if (mkdir(d->mnt, 0755) < 0) {
+    /* The mount point is a private directory of its own in /tmp, not in the work directory: a
+     * tool that drops root (PostgreSQL as postgres) must reach it, and the work directory's
+     * parents (--dir) may not let it through. */
+    snprintf(d->mnt, sizeof(d->mnt), "/tmp/raidkit-bench-fs.XXXXXX");
+    if (!mkdtemp(d->mnt) || chmod(d->mnt, 0755) < 0) {
         rk_set_err(err, errlen, "%s: %s", d->mnt, strerror(errno));
         d->mnt[0] = '\0';
         return -EIO;
     }
-    /* Tools that drop root (pgbench's postgres) must reach the mount point. */
-    chmod(x->work, 0711);
     if (!strcmp(bc->kind, "raidkit"))
         return fsdev_up_raidkit(x, bc, size, d, err, errlen);
     int files = 1;
