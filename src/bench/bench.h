@@ -39,7 +39,7 @@ struct bench_seed_row {
 
 struct bench_job {
     char name[32];  /* section name, e.g. "randread" */
-    char title[64]; /* "Random Read" */
+    char title[128]; /* "Random Read"; a filesystem job: the study's full test name */
     char rw[16];    /* fio rw= */
     uint32_t bs;    /* bytes */
     int iodepth;

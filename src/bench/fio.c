@@ -46,7 +46,10 @@ static void fio_args(struct fio_args *fa, const struct bench_job *j, const struc
     } else {
         snprintf(fa->a[n++], al, "--ioengine=libaio");
         snprintf(fa->a[n++], al, "--direct=1");
-        snprintf(fa->a[n++], al, "--filename=%s", t->filename);
+        if (t->directory[0]) /* a filesystem job: fio's own file names (nrfiles) */
+            snprintf(fa->a[n++], al, "--directory=%s", t->directory);
+        else
+            snprintf(fa->a[n++], al, "--filename=%s", t->filename);
     }
     snprintf(fa->a[n++], al, "--rw=%s", j->rw);
     snprintf(fa->a[n++], al, "--bs=%u", j->bs);

@@ -289,7 +289,11 @@ int fsjob_tool(struct run_ctx *x, const struct bench_job *j, struct fsdev *d, do
     if (!strcmp(j->tool, "fio")) {
         struct run_target t = {0};
         double rd = 0, wr = 0;
-        snprintf(t.filename, sizeof(t.filename), "%.580s/fio.dat", d->mnt);
+        snprintf(t.directory, sizeof(t.directory), "%.580s/fio", d->mnt);
+        if (mkdir(t.directory, 0755) < 0) {
+            rk_set_err(err, errlen, "%s: %s", t.directory, strerror(errno));
+            return -EIO;
+        }
         int r = run_fio(x, j, &t, &rd, &wr, err, errlen);
         *value = rd + wr;
         return r;

@@ -33,6 +33,7 @@ struct run_ctx {
 struct run_target {
     char uri[600];      /* NBD URI for fio's nbd engine, or "" */
     char filename[600]; /* file for fio's libaio engine, or "" */
+    char directory[600]; /* directory for fio's libaio engine (it names its files), or "" */
     void *priv;         /* back-end state: allocated by start, freed by stop */
 };
 
