@@ -38,10 +38,10 @@ struct bench_seed_row {
 };
 
 struct bench_job {
-    char name[32];  /* section name, e.g. "randread" */
+    char name[32];   /* section name, e.g. "randread" */
     char title[128]; /* "Random Read"; a filesystem job: the study's full test name */
-    char rw[16];    /* fio rw= */
-    uint32_t bs;    /* bytes */
+    char rw[16];     /* fio rw= */
+    uint32_t bs;     /* bytes */
     int iodepth;
     uint64_t size; /* bytes of the device the job covers */
     int ramp;      /* seconds */

@@ -12,8 +12,7 @@
 static const struct {
     const char *metric;
     int field;
-} bonnie_fields[] = {
-    {"block_output", 12}, {"rewrite", 14}, {"block_input", 18}, {"seeks", 20}};
+} bonnie_fields[] = {{"block_output", 12}, {"rewrite", 14}, {"block_input", 18}, {"seeks", 20}};
 
 /* Copy field k (1-based) of the CSV line at line into buf; 0 or -EINVAL. */
 static int bonnie_field(const char *line, int k, char *buf, size_t len)
@@ -42,7 +41,8 @@ int fsparse_bonnie(const char *out, const char *metric, double *value)
     if (!field)
         return -EINVAL;
     /* The CSV line: starts with the format version "1.9" and has the fields. */
-    for (const char *line = out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = out; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         char buf[32];
         if (strncmp(line, "1.9", 3) || bonnie_field(line, field, buf, sizeof(buf)) < 0)
             continue;

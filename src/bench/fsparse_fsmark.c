@@ -12,7 +12,8 @@ int fsparse_fsmark(const char *out, double *files_per_s)
     double sum = 0;
     int n = 0;
     bool table = false;
-    for (const char *line = out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = out; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         double use, count, size, fps, ovh;
         if (!strncmp(line, "FSUse%", 6))
             table = true;

@@ -14,7 +14,8 @@ int fsparse_pgbench(const char *out, double *tps)
         for (const char *p = strstr(out, "tps = "); p; p = strstr(p + 1, "tps = ")) {
             double v;
             int n = 0;
-            if (sscanf(p, "tps = %lf %n", &v, &n) == 1 && !strncmp(p + n, tails[i], strlen(tails[i]))) {
+            if (sscanf(p, "tps = %lf %n", &v, &n) == 1 &&
+                !strncmp(p + n, tails[i], strlen(tails[i]))) {
                 *tps = v;
                 return 0;
             }

@@ -8,7 +8,8 @@
 
 int fsparse_sqlite_rows(const char *out, long *rows)
 {
-    for (const char *line = out; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    for (const char *line = out; line && *line;
+         line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
         long n;
         char end;
         if (sscanf(line, "rows|%ld%c", &n, &end) == 2 && end == '\n') {

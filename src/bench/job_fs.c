@@ -115,8 +115,7 @@ static char *fsjob_run_out(struct run_ctx *x, char *const argv[], const char *in
 static int fsjob_parsed(int r, const char *tool, char *err, size_t errlen)
 {
     if (r == -ERANGE)
-        rk_set_err(err, errlen, "%s: phase too short to time (+++++): give it a larger size",
-                   tool);
+        rk_set_err(err, errlen, "%s: phase too short to time (+++++): give it a larger size", tool);
     else if (r < 0)
         rk_set_err(err, errlen, "%s: no result in its output", tool);
     return r < 0 ? -EIO : 0;
@@ -124,8 +123,8 @@ static int fsjob_parsed(int r, const char *tool, char *err, size_t errlen)
 
 /* The SQLite job: N single-statement transactions (args: N) INSERTing into an indexed table, as
  * PTS's SQLite test times them; sqlite3's default synchronous=FULL, journal DELETE. */
-static int fsjob_sqlite(struct run_ctx *x, const struct bench_job *j, struct fsdev *d,
-                        double *secs, char *err, size_t errlen)
+static int fsjob_sqlite(struct run_ctx *x, const struct bench_job *j, struct fsdev *d, double *secs,
+                        char *err, size_t errlen)
 {
     long n = j->args[0] ? strtol(j->args, NULL, 10) : 200, rows = -1;
     char sql[600], db[700];
@@ -264,9 +263,12 @@ static const char *fsjob_prog(const char *tool, const char **pkg)
 {
     static const struct {
         const char *tool, *prog, *pkg;
-    } progs[] = {{"fsmark", "fs_mark", "fsmark"},   {"bonnie", "bonnie++", "bonnie++"},
-                 {"postmark", "postmark", "postmark"}, {"dbench", "dbench", "dbench"},
-                 {"sqlite", "sqlite3", "sqlite3"},  {"compile", "make", "make"},
+    } progs[] = {{"fsmark", "fs_mark", "fsmark"},
+                 {"bonnie", "bonnie++", "bonnie++"},
+                 {"postmark", "postmark", "postmark"},
+                 {"dbench", "dbench", "dbench"},
+                 {"sqlite", "sqlite3", "sqlite3"},
+                 {"compile", "make", "make"},
                  {"fio", "fio", "fio"}};
     for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
         if (!strcmp(progs[i].tool, tool)) {
@@ -315,14 +317,19 @@ static bool fsjob_missing(const struct bench_job *j, char *err, size_t errlen)
         return true;
     }
     if (!strcmp(j->tool, "pgbench") && fsjob_pg_bindir(bindir, sizeof(bindir)) < 0) {
-        rk_set_err(err, errlen, "PostgreSQL's initdb/pg_ctl/pgbench are missing (Debian "
+        rk_set_err(err, errlen,
+                   "PostgreSQL's initdb/pg_ctl/pgbench are missing (Debian "
                    "package postgresql)");
         return true;
     }
-    const char *fsprog = !strcmp(j->fs, "xfs") ? "xfs_repair" : !strcmp(j->fs, "btrfs") ? "btrfs" : "e2fsck";
+    const char *fsprog = !strcmp(j->fs, "xfs")     ? "xfs_repair"
+                         : !strcmp(j->fs, "btrfs") ? "btrfs"
+                                                   : "e2fsck";
     if (!run_have_prog(fsprog)) {
         rk_set_err(err, errlen, "%s is not installed (Debian package %s)", fsprog,
-                   !strcmp(j->fs, "xfs") ? "xfsprogs" : !strcmp(j->fs, "btrfs") ? "btrfs-progs" : "e2fsprogs");
+                   !strcmp(j->fs, "xfs")     ? "xfsprogs"
+                   : !strcmp(j->fs, "btrfs") ? "btrfs-progs"
+                                             : "e2fsprogs");
         return true;
     }
     return false;

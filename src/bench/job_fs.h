@@ -31,18 +31,18 @@ bool fsjob_suite_has_raw(const struct bench_suite *s);
 #define FSDEV_MAX 16 /* loop devices / files of one configuration */
 
 struct fsdev {
-    char kind[16];                /* "raidkit", "plain", "btrfs" */
-    char btrfs_profile[16];       /* btrfs: the -d/-m profile; the job's fs is not used */
-    char files[FSDEV_MAX][600];   /* member files / the plain file (removed at the end) */
+    char kind[16];              /* "raidkit", "plain", "btrfs" */
+    char btrfs_profile[16];     /* btrfs: the -d/-m profile; the job's fs is not used */
+    char files[FSDEV_MAX][600]; /* member files / the plain file (removed at the end) */
     int nfiles;
-    char loops[FSDEV_MAX][64];    /* loop devices (detached at the end) */
+    char loops[FSDEV_MAX][64]; /* loop devices (detached at the end) */
     int nloops;
-    char expdir[600];             /* raidkit: the FUSE mount point directory */
-    pid_t fuse;                   /* raidkit: the `raidkit fuse` child, 0 = none */
-    char fuse_log[600];           /* its stderr */
-    char mnt[600];                /* the filesystem's mount point */
+    char expdir[600];   /* raidkit: the FUSE mount point directory */
+    pid_t fuse;         /* raidkit: the `raidkit fuse` child, 0 = none */
+    char fuse_log[600]; /* its stderr */
+    char mnt[600];      /* the filesystem's mount point */
     bool mounted;
-    char fs[8];                   /* the filesystem made by the last fsdev_mkfs */
+    char fs[8]; /* the filesystem made by the last fsdev_mkfs */
 };
 
 /* Whether configuration kind (bench_config.kind) has a filesystem path: raidkit, plain, btrfs. */

@@ -53,15 +53,16 @@ static int fsdev_loop(struct fsdev *d, const char *file, uint64_t size, char *er
 {
     char out[256], lim[32];
     snprintf(lim, sizeof(lim), "%" PRIu64, size);
-    char *argv[] = {"losetup", "--direct-io=on", "--sizelimit", lim, "-f", "--show",
-                    (char *)file, NULL};
+    char *argv[] = {"losetup", "--direct-io=on", "--sizelimit", lim,
+                    "-f",      "--show",         (char *)file,  NULL};
     int r = run_cmd(argv, out, sizeof(out), false);
     run_chomp(out);
     if (r != 0 || strncmp(out, "/dev/", 5)) {
         rk_set_err(err, errlen, "losetup %s failed (status %d)", file, r);
         return -EIO;
     }
-    snprintf(d->loops[d->nloops++], sizeof(d->loops[0]), "%.63s", strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out);
+    snprintf(d->loops[d->nloops++], sizeof(d->loops[0]), "%.63s",
+             strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out);
     return 0;
 }
 
@@ -89,7 +90,8 @@ static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err
     if (pid < 0)
         return -errno;
     if (pid == 0) {
-        int dn = open("/dev/null", O_RDWR), lf = open(d->fuse_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int dn = open("/dev/null", O_RDWR),
+            lf = open(d->fuse_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(dn, 0);
         dup2(dn, 1);
         dup2(lf >= 0 ? lf : dn, 2);
@@ -106,7 +108,8 @@ static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             d->fuse = 0;
             char *log = fsjob_slurp(d->fuse_log);
-            rk_set_err(err, errlen, "raidkit fuse exited at start: %s", log ? fsdev_last_line(log) : "");
+            rk_set_err(err, errlen, "raidkit fuse exited at start: %s",
+                       log ? fsdev_last_line(log) : "");
             free(log);
             return -EIO;
         }
@@ -199,7 +202,8 @@ int fsdev_mkfs_mount(struct fsdev *d, const char *fs, char *err, size_t errlen)
     snprintf(d->fs, sizeof(d->fs), "%s", fs);
     if (!strcmp(fs, "ext4")) {
         /* Inode tables and journal written now, not by a kernel thread during the tool. */
-        char *a[] = {"mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0,nodiscard"};
+        char *a[] = {"mkfs.ext4", "-q", "-F", "-E",
+                     "lazy_itable_init=0,lazy_journal_init=0,nodiscard"};
         memcpy(argv, a, sizeof(a));
         k = 5;
     } else if (!strcmp(fs, "xfs")) {

@@ -11,8 +11,8 @@ static const struct {
     const char *tool, *unit;
     bool lower_better;
 } fsjob_tools[] = {
-    {"fsmark", "Files/s", false}, {"bonnie", "K/s", false},     {"postmark", "TPS", false},
-    {"dbench", "MB/s", false},    {"sqlite", "Seconds", true},  {"pgbench", "TPS", false},
+    {"fsmark", "Files/s", false}, {"bonnie", "K/s", false},    {"postmark", "TPS", false},
+    {"dbench", "MB/s", false},    {"sqlite", "Seconds", true}, {"pgbench", "TPS", false},
     {"compile", "Seconds", true}, {"fio", "MB/s", false},
 };
 
@@ -47,8 +47,7 @@ int fsjob_suite_key(struct bench_job *j, const char *k, const char *v)
     if (!strcmp(k, "fs"))
         return fsjob_in(fsjob_fses, v) ? fsjob_copy(j->fs, sizeof(j->fs), v) : -EINVAL;
     if (!strcmp(k, "metric"))
-        return fsjob_in(fsjob_metrics, v) ? fsjob_copy(j->metric, sizeof(j->metric), v)
-                                          : -EINVAL;
+        return fsjob_in(fsjob_metrics, v) ? fsjob_copy(j->metric, sizeof(j->metric), v) : -EINVAL;
     if (!strcmp(k, "fs_size")) {
         uint64_t x;
         if (rk_parse_size(v, &x) < 0 || x < (32ull << 20) || x > (1ull << 40))
@@ -69,8 +68,10 @@ int fsjob_suite_check(const char *path, struct bench_job *j, char *err, size_t e
 {
     if (!j->tool[0]) {
         if (j->fs[0] || j->fs_size || j->args[0] || j->init_args[0] || j->metric[0]) {
-            rk_set_err(err, errlen, "%s: job '%s': fs, fs_size, args, init_args and metric need "
-                       "a 'tool'", path, j->name);
+            rk_set_err(err, errlen,
+                       "%s: job '%s': fs, fs_size, args, init_args and metric need "
+                       "a 'tool'",
+                       path, j->name);
             return -EINVAL;
         }
         return 0;
@@ -87,8 +88,10 @@ int fsjob_suite_check(const char *path, struct bench_job *j, char *err, size_t e
         j->fs_size = 512ull << 20;
     if (!strcmp(j->tool, "bonnie")) {
         if (!j->metric[0]) {
-            rk_set_err(err, errlen, "%s: job '%s': tool bonnie needs a 'metric' (block_output, "
-                       "rewrite, block_input, seeks)", path, j->name);
+            rk_set_err(err, errlen,
+                       "%s: job '%s': tool bonnie needs a 'metric' (block_output, "
+                       "rewrite, block_input, seeks)",
+                       path, j->name);
             return -EINVAL;
         }
         if (!strcmp(j->metric, "seeks"))

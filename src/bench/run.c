@@ -21,9 +21,12 @@
 /* Seconds a trial costs beyond ramp + runtime (fio start, connect, JSON), for the ETA. */
 #define RUN_TRIAL_OVERHEAD 0.5
 
-const struct bench_backend *const bench_backends[] = {&bench_backend_raidkit, &bench_backend_noop,
-                                                      &bench_backend_nbdkit,  &bench_backend_btrfs,
-                                                      &bench_backend_cache,   &bench_backend_plain,
+const struct bench_backend *const bench_backends[] = {&bench_backend_raidkit,
+                                                      &bench_backend_noop,
+                                                      &bench_backend_nbdkit,
+                                                      &bench_backend_btrfs,
+                                                      &bench_backend_cache,
+                                                      &bench_backend_plain,
                                                       NULL};
 
 const struct bench_backend *bench_backend_find(const char *kind)
@@ -96,7 +99,7 @@ void run_eta_plan(struct run_ctx *x, const struct bench_job *j, int trials)
 
 /* A trial of j has run (planned: it was in the plan, not an extension); the ETA as text. */
 void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool planned, char *buf,
-                          size_t len)
+                   size_t len)
 {
     if (planned)
         run_eta_plan(x, j, -1);
@@ -114,8 +117,7 @@ void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool planned, c
 /* ---- trials ---- */
 
 /* Whether cell needs another trial: exactly up to stop with extra > 0, else the extension rule. */
-bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int extra,
-                          int stop)
+bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int extra, int stop)
 {
     if (extra > 0)
         return cell->ntrials < stop;
@@ -486,8 +488,9 @@ int bench_run(const struct bench_opts *o)
     bench_report_finish(rep);
     ret = run_reports(&x) < 0 ? 1 : rep->interrupted ? 130 : 0;
     if (ret == 0 && rep->fs_check_failures > 0) {
-        fprintf(stderr, "raidkit bench: %d filesystem check(s) failed or an export did not stop "
-                        "cleanly (see Failed: in the report)\n",
+        fprintf(stderr,
+                "raidkit bench: %d filesystem check(s) failed or an export did not stop "
+                "cleanly (see Failed: in the report)\n",
                 rep->fs_check_failures);
         ret = 1;
     }

@@ -31,10 +31,10 @@ struct run_ctx {
 
 /* One configuration while it is up: what fio targets, and the back-end's own state. */
 struct run_target {
-    char uri[600];      /* NBD URI for fio's nbd engine, or "" */
-    char filename[600]; /* file for fio's libaio engine, or "" */
+    char uri[600];       /* NBD URI for fio's nbd engine, or "" */
+    char filename[600];  /* file for fio's libaio engine, or "" */
     char directory[600]; /* directory for fio's libaio engine (it names its files), or "" */
-    void *priv;         /* back-end state: allocated by start, freed by stop */
+    void *priv;          /* back-end state: allocated by start, freed by stop */
 };
 
 /* Operation counts of an array and its members at one moment (for the model's prediction). */

@@ -42,7 +42,9 @@ static void test_fsmark(void **state)
     free(t);
     /* Two loops: the mean. */
     assert_int_equal(fsparse_fsmark("FSUse%  Count Size Files/sec App\n 1 8 1048576 10.0 5\n"
-                                    " 2 16 1048576 20.0 6\n", &v), 0);
+                                    " 2 16 1048576 20.0 6\n",
+                                    &v),
+                     0);
     assert_true(fabs(v - 15.0) < 1e-9);
     assert_int_equal(fsparse_fsmark("fs_mark: directory pathname too long\nUsage: fs_mark\n", &v),
                      -EINVAL);
@@ -92,7 +94,9 @@ static void test_postmark_dbench_pgbench_sqlite(void **state)
     assert_int_equal(rows, 200);
     free(t);
     assert_int_equal(fsparse_pgbench("tps = 12.5 (including connections establishing)\n"
-                                     "tps = 13.5 (excluding connections establishing)\n", &v), 0);
+                                     "tps = 13.5 (excluding connections establishing)\n",
+                                     &v),
+                     0);
     assert_true(v == 13.5);
     assert_int_equal(fsparse_postmark("Creating files...Done\n", &v), -EINVAL);
     assert_int_equal(fsparse_dbench("  2 clients  0.00 MB/sec warmup\n", &v), -EINVAL);
