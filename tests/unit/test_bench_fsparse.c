@@ -138,6 +138,55 @@ static void test_suite_keys(void **state)
     assert_non_null(strstr(err, "300M"));
 }
 
+/* A filesystem job's table: the tool's unit and direction, the filesystem in the heading, skipped
+ * cells under "Skipped jobs:" (not "Failed:"), the JSON's kind/tool/unit. */
+static void test_render_fs_job(void **state)
+{
+    (void)state;
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    struct bench_report *r = calloc(1, sizeof(*r));
+    char err[256];
+    assert_non_null(s);
+    assert_non_null(r);
+    struct bench_job *j = &s->jobs[0];
+    s->njobs = 1;
+    snprintf(j->name, sizeof(j->name), "sqlite");
+    snprintf(j->title, sizeof(j->title), "SQLite Timed INSERTs");
+    j->bs = 4096;
+    j->size = 16u << 20;
+    assert_int_equal(fsjob_suite_key(j, "tool", "sqlite"), 0);
+    assert_int_equal(fsjob_suite_check("s.ini", j, err, sizeof(err)), 0);
+    r->suite = s;
+    r->nconfigs = 2;
+    snprintf(r->configs[0].name, sizeof(r->configs[0].name), "single");
+    snprintf(r->configs[0].label, sizeof(r->configs[0].label), "Single Disk");
+    snprintf(r->configs[1].name, sizeof(r->configs[1].name), "noop");
+    snprintf(r->configs[1].label, sizeof(r->configs[1].label), "noop (ceiling)");
+    r->cells[0][0].ntrials = 1;
+    r->cells[0][0].trials[0] = r->cells[0][0].read_mbs[0] = 2.5;
+    r->cells[1][0].skipped = true;
+    snprintf(r->cells[1][0].note, sizeof(r->cells[1][0].note), "skipped: no filesystem path");
+    bench_report_finish(r);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_text(r, f), 0);
+    fclose(f);
+    assert_non_null(strstr(buf, "SQLite Timed INSERTs - File System: ext4 on 512MB - Disk Target"));
+    assert_non_null(strstr(buf, "\nSeconds > Lower Is Better\nSingle Disk . 2.50 |="));
+    assert_non_null(strstr(buf, "Skipped jobs:\n  noop sqlite: skipped: no filesystem path\n"));
+    assert_null(strstr(buf, "Failed:"));
+    free(buf);
+    char *js = bench_render_json(r);
+    assert_non_null(js);
+    assert_non_null(strstr(js, "\"kind\":\t\"fs\""));
+    assert_non_null(strstr(js, "\"unit\":\t\"Seconds\""));
+    assert_non_null(strstr(js, "\"lower_is_better\":\ttrue"));
+    free(js);
+    free(r);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -145,6 +194,7 @@ int main(void)
         cmocka_unit_test(test_bonnie),
         cmocka_unit_test(test_postmark_dbench_pgbench_sqlite),
         cmocka_unit_test(test_suite_keys),
+        cmocka_unit_test(test_render_fs_job),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
