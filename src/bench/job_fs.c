@@ -350,7 +350,7 @@ static int fsjob_trial(struct run_ctx *x, const struct bench_job *j, struct fsde
                        char *err, size_t errlen)
 {
     char cerr[300] = "";
-    int r = fsdev_mkfs_mount(d, j->fs, err, errlen);
+    int r = fsdev_mkfs_mount(d, j->fs, j->fs_size, err, errlen);
     if (r < 0)
         return r;
     r = fsjob_tool(x, j, d, v, err, errlen);

@@ -55,8 +55,9 @@ bool fsdev_supported(const char *kind);
 int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, struct fsdev *d,
              char *err, size_t errlen);
 /* Make filesystem fs (ext4, xfs, btrfs; a btrfs configuration always makes btrfs with its
- * profile) on d and mount it on d->mnt. Returns 0 or -EIO with the tool's last line in err. */
-int fsdev_mkfs_mount(struct fsdev *d, const char *fs, char *err, size_t errlen);
+ * profile) of size bytes (at most the device's; btrfs: per device) on d and mount it on d->mnt.
+ * Returns 0 or -EIO with the tool's last line in err. */
+int fsdev_mkfs_mount(struct fsdev *d, const char *fs, uint64_t size, char *err, size_t errlen);
 /* Unmount d->mnt and check the filesystem read-only (e2fsck -fn, xfs_repair -n, btrfs check
  * --readonly). With the debug hook RAIDKIT_BENCH_FS_CORRUPT set in the environment, the first
  * 128 KiB of the device are overwritten first (a test of this check). Returns 0, -EIO (unmount

@@ -61,8 +61,7 @@ static int fsdev_loop(struct fsdev *d, const char *file, uint64_t size, char *er
         rk_set_err(err, errlen, "losetup %s failed (status %d)", file, r);
         return -EIO;
     }
-    snprintf(d->loops[d->nloops++], sizeof(d->loops[0]), "%.63s",
-             strrchr(out, '\n') ? strrchr(out, '\n') + 1 : out);
+    snprintf(d->loops[d->nloops++], sizeof(d->loops[0]), "%.63s", out);
     return 0;
 }
 
@@ -198,9 +197,9 @@ int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, st
     return 0;
 }
 
-int fsdev_mkfs_mount(struct fsdev *d, const char *fs, char *err, size_t errlen)
+int fsdev_mkfs_mount(struct fsdev *d, const char *fs, uint64_t size, char *err, size_t errlen)
 {
-    char *argv[12 + FSDEV_MAX];
+    char *argv[14 + FSDEV_MAX], sz[48];
     int k = 0;
     if (d->btrfs_profile[0])
         fs = "btrfs";
@@ -211,20 +210,26 @@ int fsdev_mkfs_mount(struct fsdev *d, const char *fs, char *err, size_t errlen)
                      "lazy_itable_init=0,lazy_journal_init=0,nodiscard"};
         memcpy(argv, a, sizeof(a));
         k = 5;
+        snprintf(sz, sizeof(sz), "%" PRIu64 "k",
+                 size >> 10); /* mke2fs's fs-size, after the device */
     } else if (!strcmp(fs, "xfs")) {
-        char *a[] = {"mkfs.xfs", "-q", "-f", "-K"};
+        snprintf(sz, sizeof(sz), "size=%" PRIu64, size);
+        char *a[] = {"mkfs.xfs", "-q", "-f", "-K", "-d", sz};
         memcpy(argv, a, sizeof(a));
-        k = 4;
+        k = 6;
     } else {
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
         const char *p = d->btrfs_profile[0] ? d->btrfs_profile : "single";
         /* Metadata profile raid5/6 is discouraged; data carries the profile under test. */
         const char *m = !strcmp(p, "raid5") || !strcmp(p, "raid6") ? "raid1" : p;
-        char *a[] = {"mkfs.btrfs", "-q", "-f", "-K", "-d", (char *)p, "-m", (char *)m};
+        char *a[] = {"mkfs.btrfs", "-q", "-f", "-K", "-b", sz, "-d", (char *)p, "-m", (char *)m};
         memcpy(argv, a, sizeof(a));
-        k = 8;
+        k = 10;
     }
     for (int i = 0; i < d->nloops && (i == 0 || d->btrfs_profile[0]); i++)
         argv[k++] = d->loops[i];
+    if (!strcmp(fs, "ext4"))
+        argv[k++] = sz;
     argv[k] = NULL;
     char what[32];
     snprintf(what, sizeof(what), "mkfs.%s", fs);
