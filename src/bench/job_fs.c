@@ -114,9 +114,14 @@ static char *fsjob_run_out(struct run_ctx *x, char *const argv[], const char *in
 /* Parse-result helper: a parser's error as a message. */
 static int fsjob_parsed(int r, const char *tool, char *err, size_t errlen)
 {
-    if (r == -ERANGE)
-        rk_set_err(err, errlen, "%s: phase too short to time (+++++): give it a larger size", tool);
-    else if (r < 0)
+    if (r == -ERANGE) { /* not a failure: the tool declined to time it */
+        rk_set_err(err, errlen,
+                   "%s could not time it (+++++: under its minimum time; members in RAM are too "
+                   "fast: a larger size, --model or --dir on a disk)",
+                   tool);
+        return -ERANGE;
+    }
+    if (r < 0)
         rk_set_err(err, errlen, "%s: no result in its output", tool);
     return r < 0 ? -EIO : 0;
 }
@@ -380,6 +385,10 @@ static void fsjob_cell(struct run_ctx *x, int c, int ji, struct fsdev *d)
         int r = fsjob_trial(x, j, d, &v, err, sizeof(err));
         if (r == -EINTR || run_interrupted)
             break;
+        if (r == -ERANGE && cell->ntrials == 0) { /* too fast to time: said, not failed */
+            fsjob_skip(bc, j, cell, err);
+            break;
+        }
         if (r < 0) {
             snprintf(cell->note, sizeof(cell->note), "%.*s", (int)sizeof(cell->note) - 1, err);
             fprintf(stderr, "[bench] %s %s: %s\n", bc->name, j->name, err);
