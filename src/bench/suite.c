@@ -53,6 +53,8 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
 {
     uint64_t x;
     if (!strcmp(k, "title")) {
+        if (strlen(v) >= sizeof(j->title))
+            return -EINVAL; /* never cut silently: the title names the study's test */
         snprintf(j->title, sizeof(j->title), "%s", v);
     } else if (!strcmp(k, "rw")) {
         int ok = 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -136,6 +137,18 @@ static void test_suite_keys(void **state)
     assert_int_equal(fsjob_suite_key(&x, "fs_size", "256M"), 0);
     assert_int_equal(fsjob_suite_check("s.ini", &x, err, sizeof(err)), -EINVAL);
     assert_non_null(strstr(err, "300M"));
+    /* A title longer than the field is refused, never cut (it names the study's test). */
+    char path[] = "/tmp/rk-fssuite-XXXXXX", text[400];
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    int n = snprintf(text, sizeof(text), "[j]\ntool = sqlite\ntitle = %0150d\n", 0);
+    assert_int_equal(write(fd, text, (size_t)n), n);
+    close(fd);
+    struct bench_suite *su = calloc(1, sizeof(*su));
+    assert_int_equal(bench_suite_parse(path, su, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":3: bad value"));
+    unlink(path);
+    free(su);
 }
 
 /* A filesystem job's table: the tool's unit and direction, the filesystem in the heading, skipped
