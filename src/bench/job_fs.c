@@ -201,8 +201,9 @@ static int fsjob_compile(struct run_ctx *x, const struct bench_job *j, struct fs
     int st;
     char *text = fsjob_run_out(x, argv, NULL, secs, &st, err, errlen, NULL);
     unlink(mk);
+    int r = text ? 0 : st == -EINTR ? -EINTR : -EIO;
     free(text);
-    return text ? 0 : st == -EINTR ? -EINTR : -EIO;
+    return r;
 }
 
 /* fs_mark, bonnie++, PostMark, dbench: the tool with args, its output parsed. */
