@@ -49,6 +49,7 @@ static cJSON *vol_slot_tree(struct rk_volume *v, uint32_t i, int st)
         cJSON_AddStringToObject(o, "connection", rk_nbd_state(v->file[i]));
         cJSON_AddNumberToObject(o, "latency_us", rk_nbd_mean_latency_us(v->file[i]));
     }
+    vol_remote_status(v, i, o); /* reconnect state of a URI member (served volumes) */
     return o;
 }
 
