@@ -183,11 +183,13 @@ static void remote_watch_slot(struct vol_remote *w, uint32_t i)
     pthread_mutex_lock(&w->lock);
     struct rs_slot *s = &w->s[i];
     int rs = s->state;
-    if ((st == RK_SLOT_ACTIVE) && rs == RS_READDING) {
+    if (st == RK_SLOT_ACTIVE && rs == RS_READDING) {
         struct rk_raid_progress p;
         s->state = RS_BACK;
         if (!rk_raid_progress(v->raid, &p) && p.readd && p.slot == i)
             s->resynced = p.resynced;
+    } else if (st == RK_SLOT_ACTIVE && rs != RS_BACK) {
+        s->state = RS_NONE; /* back by hand (re-add, replace): nothing to reconnect */
     }
     bool away = st == RK_SLOT_FAILED || st == RK_SLOT_MISSING;
     if (away && rs != RS_WAITING && rs != RS_CONNECTING && rs != RS_REFUSED) {

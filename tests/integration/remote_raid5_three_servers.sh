@@ -1,0 +1,48 @@
+#!/bin/bash
+# remote_raid5_three_servers: raid5 of 3 NBD members on three servers over TCP on 127.0.0.1
+# (two nbdkit file plugins and one `raidkit serve`). One server is SIGKILLed during fio
+# --verify=crc32c: its member fails, fio sees no error (degraded reads reconstruct); it comes
+# back and is re-added automatically through the bitmap; then every byte verifies with each
+# member in turn failed... (once: the returned member is needed for the data of the failed one).
+. "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
+. "$RAIDKIT_SOURCE_DIR/tests/integration/manage_lib.bash"
+. "$RAIDKIT_SOURCE_DIR/tests/integration/remote_lib.bash"
+rk_init
+rk_need fio nbdkit
+"$RAIDKIT" info "nbd+unix:///?socket=$T/none" 2>&1 | grep -q "built without libnbd" &&
+    rk_skip "raidkit was built without libnbd (libnbd-dev)"
+trap 'rc=$?; rm_cleanup; (exit $rc); rk_cleanup' EXIT
+export RAIDKIT_NBD_RECONNECT_MS=300 RAIDKIT_NBD_RECONNECT_MAX_MS=1000
+
+truncate -s 64M "$T/r0" "$T/r1" "$T/r2"
+P0=$(rm_port)
+P1=$(rm_port)
+P2=$(rm_port)
+rm_nbdkit s0 "$P0" file "$T/r0"
+rm_nbdkit s1 "$P1" file "$T/r1"
+rk_create --level linear "$T/r2"
+rm_raidkit s2 "$P2" "$T/r2"
+U=("nbd://127.0.0.1:$P0/" "nbd://127.0.0.1:$P1/" "nbd://127.0.0.1:$P2/")
+rk_create --level raid5 "${U[@]}"
+CTL="$T/ctl.sock"
+rk_serve --control "$CTL" "${U[@]}"
+FILL=(--rw=write --bs=1M --size=16M --verify=crc32c)
+KILLJOB=(--rw=randwrite --bsrange=4k-64k --offset=16M --size=8M --iodepth=16 --verify=crc32c)
+rk_fio fill "${FILL[@]}" --do_verify=0
+rm_fio_bg kill "${KILLJOB[@]}" --rate=2m --do_verify=1 --verify_fatal=1
+sleep 1.5
+rm_kill s1
+rm_fio_wait kill
+mg_status
+[ "$(mg_slot_state 1)" = failed ] || rk_fail "slot 1 not failed after its server died: $(cat "$T/st.json")"
+rk_fio degraded "${FILL[@]}" --verify_only=1 --verify_fatal=1
+rm_nbdkit s1 "$P1" file "$T/r1"
+rm_wait_back 1 40
+R=$(rm_resynced 1)
+rk_log "re-add resynced $R bytes of a $((64 - 1)) MiB member"
+[ "$R" -gt 0 ] && [ "$R" -lt $((32 * 1024 * 1024)) ] || rk_fail "re-add resynced $R bytes: want 0 < n < 32 MiB"
+mg_fail 0 # the re-added member's data is needed now
+rk_fio vfill "${FILL[@]}" --verify_only=1 --verify_fatal=1
+rk_fio vkill "${KILLJOB[@]}" --verify_only=1 --verify_fatal=1
+rk_stop
+echo PASS
