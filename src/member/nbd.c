@@ -36,9 +36,6 @@
 #ifdef RAIDKIT_HAVE_LIBNBD
 #include <libnbd.h>
 
-/* A connect and handshake take at most this long (or the request timeout when shorter). */
-#define NBD_CONNECT_MAX_MS 10000u
-
 /* Default per-request timeout (RAIDKIT_NBD_MEMBER_TIMEOUT_MS overrides). */
 #define NBD_MEMBER_TIMEOUT_MS_DEFAULT 30000u
 
@@ -471,45 +468,6 @@ static uint64_t env_timeout_ms(void)
     return e && *e && !*end && v > 0 ? v : NBD_MEMBER_TIMEOUT_MS_DEFAULT;
 }
 
-/* Connect h to uri and finish the handshake within min(timeout_ns, NBD_CONNECT_MAX_MS): a
- * server that accepts but never answers (stopped, shutting down) must not hold the caller
- * (the reconnect watcher, whom close joins). 0 or -errno with libnbd's message in err. */
-static int connect_deadline(struct nbd_handle *h, const char *uri, uint64_t timeout_ns, char *err,
-                            size_t errlen)
-{
-    uint64_t limit = NBD_CONNECT_MAX_MS * 1000000ull;
-    uint64_t span = timeout_ns < limit ? timeout_ns : limit;
-    uint64_t deadline = now_ns() + span;
-    int r = nbd_aio_connect_uri(h, uri);
-    while (r != -1 && nbd_aio_is_connecting(h) == 1) {
-        uint64_t now = now_ns();
-        if (now >= deadline) {
-            snprintf(err, errlen, "connect: no handshake within %" PRIu64 " ms", span / 1000000u);
-            return -ETIMEDOUT;
-        }
-        struct pollfd fd = {.fd = nbd_aio_get_fd(h)};
-        unsigned dir = nbd_aio_get_direction(h);
-        fd.events = (dir & LIBNBD_AIO_DIRECTION_READ ? POLLIN : 0) |
-                    (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0);
-        uint64_t left_ms = (deadline - now) / 1000000u + 1;
-        if (fd.fd < 0 || poll(&fd, 1, left_ms > 100 ? 100 : (int)left_ms) < 0) {
-            if (fd.fd >= 0 && errno == EINTR)
-                continue;
-            r = -1;
-            break;
-        }
-        if (fd.revents & (POLLIN | POLLHUP | POLLERR))
-            r = nbd_aio_notify_read(h);
-        else if (fd.revents & POLLOUT)
-            r = nbd_aio_notify_write(h);
-    }
-    if (r != -1 && nbd_aio_is_ready(h) == 1)
-        return 0;
-    int e = nbd_get_errno();
-    snprintf(err, errlen, "%s", nbd_get_error() ? nbd_get_error() : "connect: the server closed");
-    return e ? -e : -EIO;
-}
-
 /* Connect connection c (blocking) to p->luri. 0 or -errno, message in err. */
 static int conn_open(struct nbd_priv *p, struct nbd_conn *c, char *err, size_t errlen)
 {
@@ -519,7 +477,7 @@ static int conn_open(struct nbd_priv *p, struct nbd_conn *c, char *err, size_t e
         return -ENOMEM;
     }
     nbd_set_uri_allow_local_file(c->h, false);
-    int r = connect_deadline(c->h, p->luri, p->timeout_ns, err, errlen);
+    int r = rk_nbd_connect_deadline(c->h, p->luri, p->timeout_ns, err, errlen);
     if (r)
         return r;
     if (pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) < 0)

@@ -9,6 +9,58 @@
 
 #include "raidkit/member_nbd.h"
 
+#ifdef RAIDKIT_HAVE_LIBNBD
+#include <inttypes.h>
+#include <poll.h>
+#include <time.h>
+
+#include <libnbd.h>
+
+static uint64_t uri_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int rk_nbd_connect_deadline(struct nbd_handle *h, const char *uri, uint64_t timeout_ns, char *err,
+                            size_t errlen)
+{
+    uint64_t limit = NBD_CONNECT_MAX_MS * 1000000ull;
+    uint64_t span = timeout_ns < limit ? timeout_ns : limit;
+    uint64_t deadline = uri_now_ns() + span;
+    int r = nbd_aio_connect_uri(h, uri);
+    while (r != -1 && nbd_aio_is_connecting(h) == 1) {
+        uint64_t now = uri_now_ns();
+        if (now >= deadline) {
+            snprintf(err, errlen, "connect: no handshake within %" PRIu64 " ms", span / 1000000u);
+            return -ETIMEDOUT;
+        }
+        struct pollfd fd = {.fd = nbd_aio_get_fd(h)};
+        unsigned dir = nbd_aio_get_direction(h);
+        fd.events = (dir & LIBNBD_AIO_DIRECTION_READ ? POLLIN : 0) |
+                    (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0);
+        uint64_t left_ms = (deadline - now) / 1000000u + 1;
+        if (fd.fd < 0 || poll(&fd, 1, left_ms > 100 ? 100 : (int)left_ms) < 0) {
+            if (fd.fd >= 0 && errno == EINTR)
+                continue;
+            r = -1;
+            break;
+        }
+        if (fd.revents & (POLLIN | POLLHUP | POLLERR))
+            r = nbd_aio_notify_read(h);
+        else if (fd.revents & POLLOUT)
+            r = nbd_aio_notify_write(h);
+    }
+    if (r != -1 && nbd_aio_is_ready(h) == 1)
+        return 0;
+    int e = nbd_get_errno();
+    snprintf(err, errlen, "%s", nbd_get_error() ? nbd_get_error() : "connect: the server closed");
+    return e ? -e : -EIO;
+}
+
+#endif
+
 /* Parse the decimal value of key (len bytes at v) into *out within [1, max]. */
 static int uri_num(const char *key, const char *v, size_t len, uint64_t max, uint64_t *out,
                    char *err, size_t errlen)
@@ -63,9 +115,9 @@ int rk_nbd_uri_parse(const char *uri, struct rk_nbd_uri_opts *o, char *luri, siz
         uint64_t n;
         int r = 0;
         if (klen == 11 && !memcmp(k, "connections", 11)) {
-            r = have_conns ? -EEXIST
-                           : uri_num("connections", v, vlen, RK_NBD_MAX_CONNECTIONS, &n, err,
-                                     errlen);
+            r = have_conns
+                    ? -EEXIST
+                    : uri_num("connections", v, vlen, RK_NBD_MAX_CONNECTIONS, &n, err, errlen);
             have_conns = true;
             if (!r)
                 o->connections = (unsigned)n;

@@ -1,5 +1,5 @@
 /* The raidkit query keys of an NBD URI member (docs/CLI.md "Member URIs"), parsed and removed
- * before the URI goes to libnbd. */
+ * before the URI goes to libnbd, and the bounded connect of a libnbd handle. */
 #ifndef RK_MEMBER_NBD_URI_H
 #define RK_MEMBER_NBD_URI_H
 
@@ -25,5 +25,20 @@ struct rk_nbd_uri_opts {
  */
 int rk_nbd_uri_parse(const char *uri, struct rk_nbd_uri_opts *o, char *luri, size_t luri_len,
                      char *err, size_t errlen);
+
+/* A connect and handshake take at most this long (or the request timeout when shorter). */
+#define NBD_CONNECT_MAX_MS 10000u
+
+#ifdef RAIDKIT_HAVE_LIBNBD
+struct nbd_handle;
+/*
+ * Connect h (a fresh libnbd handle) to uri and finish the handshake within
+ * min(timeout_ns, NBD_CONNECT_MAX_MS): a server that accepts but never answers (stopped,
+ * shutting down) must not hold the caller (the reconnect watcher, whom close joins).
+ * Returns 0 (h ready), -ETIMEDOUT, or libnbd's -errno; the message is written to err.
+ */
+int rk_nbd_connect_deadline(struct nbd_handle *h, const char *uri, uint64_t timeout_ns, char *err,
+                            size_t errlen);
+#endif
 
 #endif

@@ -25,13 +25,13 @@
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
 
-#define REMOTE_TICK_MS 200
-#define REMOTE_BACKOFF_MS_DEFAULT 1000u
+#define REMOTE_TICK_MS                200
+#define REMOTE_BACKOFF_MS_DEFAULT     1000u
 #define REMOTE_BACKOFF_MAX_MS_DEFAULT 30000u
 
 enum rs_state { RS_NONE = 0, RS_WAITING, RS_CONNECTING, RS_READDING, RS_BACK, RS_REFUSED };
 
-static const char *const rs_names[] = {"none",      "waiting",    "connecting",
+static const char *const rs_names[] = {"none",      "waiting",     "connecting",
                                        "re-adding", "reconnected", "refused"};
 
 struct rs_slot {
@@ -82,8 +82,7 @@ static void rs_set(struct vol_remote *w, uint32_t i, int state, const char *err)
  * closes it. Returns 0 (yes), -EAGAIN with why (not reachable: try again later) or -EPERM
  * with why (reachable, but not provably that member: refused).
  */
-static int remote_prove(struct rk_volume *v, uint32_t slot, const char *path, char *why,
-                        size_t len)
+static int remote_prove(struct rk_volume *v, uint32_t slot, const char *path, char *why, size_t len)
 {
     struct rk_dev *dev = NULL;
     int r = rk_member_open(path, v->file_flags, &dev);
@@ -151,8 +150,8 @@ static void remote_attempt(struct vol_remote *w, uint32_t i, const char *path)
         s->state = RS_WAITING;
         snprintf(s->err, sizeof(s->err), "%s", why);
         s->next_ns = mono_ns() + s->backoff_ms * 1000000ull;
-        s->backoff_ms = s->backoff_ms * 2 > w->backoff_max_ms ? w->backoff_max_ms
-                                                              : s->backoff_ms * 2;
+        s->backoff_ms =
+            s->backoff_ms * 2 > w->backoff_max_ms ? w->backoff_max_ms : s->backoff_ms * 2;
     }
     unsigned n = s->attempts;
     pthread_mutex_unlock(&w->lock);
