@@ -18,7 +18,8 @@ trap 'for p in "${NK[@]}" $SV; do kill "$p" 2>/dev/null; done; wait 2>/dev/null;
 port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 listening() { local i; for i in $(seq 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
-# nk FILE ARGS...: nbdkit serving FILE over TCP 127.0.0.1 (ARGS: filters first); prints the URI.
+# nk FILE ARGS...: nbdkit serving FILE over TCP 127.0.0.1 (ARGS: filters first); sets NKURI
+# (not a command substitution: nbdkit exits with its parent).
 nk()
 {
     local f=$1 p
@@ -27,7 +28,7 @@ nk()
     nbdkit -f --exit-with-parent --threads 64 -i 127.0.0.1 -p "$p" "$@" file "$f" 2>/dev/null &
     NK+=($!)
     listening "$p" || { echo "nbdkit did not listen" >&2; exit 1; }
-    echo "nbd://127.0.0.1:$p/"
+    NKURI="nbd://127.0.0.1:$p/"
 }
 
 # start MEMBERS...: create a raid1 over MEMBERS (fresh) and serve it on $T/rk.sock.
@@ -59,8 +60,10 @@ print("%.0f IOPS %.1f MiB/s" % (d["iops"], d["bw"] / 1024))'
 truncate -s 256M "$T/a" "$T/b"
 echo "load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores; members 256 MiB files on $(df -T "$T" | awk 'NR==2{print $2}')"
 if [[ $WHAT == *A* ]]; then
-    UA=$(nk "$T/a")
-    UB=$(nk "$T/b")
+    nk "$T/a"
+    UA=$NKURI
+    nk "$T/b"
+    UB=$NKURI
     for cfg in local nbd; do
         if [ $cfg = local ]; then start "$T/a" "$T/b"; else start "$UA" "$UB"; fi
         for w in "randread 4k 32" "randwrite 4k 32" "read 1M 8" "write 1M 8"; do
@@ -71,8 +74,10 @@ if [[ $WHAT == *A* ]]; then
     done
 fi
 if [[ $WHAT == *B* ]]; then
-    UA=$(nk "$T/a" --filter=delay delay-read=50ms delay-write=50ms)
-    UB=$(nk "$T/b" --filter=delay delay-read=50ms delay-write=50ms)
+    nk "$T/a" --filter=delay delay-read=50ms delay-write=50ms
+    UA=$NKURI
+    nk "$T/b" --filter=delay delay-read=50ms delay-write=50ms
+    UB=$NKURI
     start "$UA" "$UB"
     for qd in 1 8 32; do
         echo "B raid1 nbd, 50 ms per request: randread 4k qd$qd ${S}s: $(run randread 4k "$qd")"
