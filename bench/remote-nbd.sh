@@ -25,7 +25,9 @@ nk()
     local f=$1 p
     shift
     p=$(port)
-    nbdkit -f --exit-with-parent --threads 64 -i 127.0.0.1 -p "$p" "$@" file "$f" 2>/dev/null &
+    local filt=() par=() x
+    for x in "$@"; do [[ $x == --filter=* ]] && filt+=("$x") || par+=("$x"); done
+    nbdkit -f --exit-with-parent --threads 64 -i 127.0.0.1 -p "$p" "${filt[@]}" file "$f" "${par[@]}" 2>/dev/null &
     NK+=($!)
     listening "$p" || { echo "nbdkit did not listen" >&2; exit 1; }
     NKURI="nbd://127.0.0.1:$p/"
