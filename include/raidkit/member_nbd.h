@@ -12,6 +12,11 @@
 extern "C" {
 #endif
 
+/* Connections per nbd member: at most, and by default when the server offers multi-conn (the
+ * URI query key connections=N chooses; a server without multi-conn always gets one). */
+#define RK_NBD_MAX_CONNECTIONS     16
+#define RK_NBD_DEFAULT_CONNECTIONS 4
+
 /* True when path is an NBD URI member: it starts with "nbd:", "nbd+unix:", "nbds:" or
  * "nbds+unix:" (libnbd's URI schemes, NBD URI spec). NULL gives false. */
 bool rk_member_is_uri(const char *path);
@@ -27,17 +32,21 @@ int rk_member_open(const char *path, uint32_t flags, struct rk_dev **out);
  * Connect to the NBD export named by uri (nbd://host[:port]/export, nbd+unix:///export?socket=P,
  * nbds://... with TLS) and return it as a device: size = the export size rounded down to the
  * block size (512, or 4096 when the server's minimum block size is larger than 512), direct =
- * false (buffers need no alignment). One libnbd handle and one completion thread per member;
- * requests are issued with libnbd's aio calls, many in flight. FUA and FLUSH are passed through
+ * false (buffers need no alignment). One libnbd handle and one completion thread per
+ * connection; one connection, or, when the server offers multi-conn, connections=N of them
+ * (query key, default RK_NBD_DEFAULT_CONNECTIONS) with requests spread round robin; requests
+ * are issued with libnbd's aio calls, many in flight. FUA and FLUSH are passed through
  * (FUA emulated by write+flush when the server has flush but no FUA), discard and write-zeroes
  * go to the server when it offers them (else discard is a no-op and write-zeroes writes zeros).
- * A request not answered within RAIDKIT_NBD_MEMBER_TIMEOUT_MS (default 30000 ms) fails with
- * -ETIMEDOUT; after a timeout, a transport error or an error reply the member is dead and every
- * later request fails with -EIO (the array then fails the member). No lock is taken: nothing but
- * the superblock's event counter protects a remote member from a second user (docs/CLI.md).
- * Errors: -EINVAL malformed URI, -ECONNREFUSED / -ENOENT unreachable server or socket, -EROFS a
- * writable open of a read-only export, -EPROTONOSUPPORT raidkit built without libnbd; the
- * reason (libnbd's message) is kept for rk_nbd_last_error(). Nothing is logged.
+ * A request not answered within the URI's timeout-ms=N, else RAIDKIT_NBD_MEMBER_TIMEOUT_MS,
+ * else 30000 ms fails with -ETIMEDOUT; after a timeout, a transport error or an error reply the
+ * member is dead and every later request fails with -EIO (the array then fails the member). No lock
+ * is taken: nothing but the superblock's event counter protects a remote member from a second user
+ * (docs/CLI.md). The query keys connections and timeout-ms are raidkit's (removed before libnbd
+ * sees the URI; docs/CLI.md "Member URIs"). Errors: -EINVAL malformed URI or a bad raidkit query
+ * value, -ECONNREFUSED / -ENOENT unreachable server or socket, -EROFS a writable open of a
+ * read-only export, -EPROTONOSUPPORT raidkit built without libnbd; the reason (libnbd's message) is
+ * kept for rk_nbd_last_error(). Nothing is logged.
  */
 int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out);
 
@@ -52,6 +61,17 @@ const char *rk_nbd_state(const struct rk_dev *dev);
 /* Mean latency of the nbd member's successful requests, microseconds (0 before any, or when
  * dev is not an nbd member). */
 double rk_nbd_mean_latency_us(const struct rk_dev *dev);
+
+/* What an open nbd member negotiated: connections in use, the server's multi-conn, FUA,
+ * flush, trim and write-zeroes flags, and the per-request timeout (ms). */
+struct rk_nbd_member_info {
+    unsigned connections;
+    bool multi_conn, fua, flush, trim, zero;
+    uint64_t timeout_ms;
+};
+
+/* Fill *out for an nbd member. 0, or -EINVAL when dev is not one (or without libnbd). */
+int rk_nbd_info(const struct rk_dev *dev, struct rk_nbd_member_info *out);
 
 #ifdef __cplusplus
 }

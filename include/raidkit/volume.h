@@ -157,6 +157,19 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
 int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate, char *note,
                     size_t notelen, char *err, size_t errlen);
 
+/*
+ * Watch the volume's URI (nbd) members while it is served (src/meta/volume_remote.c): an active
+ * member whose connection died is failed (recorded like an I/O error); a failed or missing one
+ * is reconnected with backoff (RAIDKIT_NBD_RECONNECT_MS, default 1000 ms, doubling up to
+ * RAIDKIT_NBD_RECONNECT_MAX_MS, default 30000 ms) and re-added (rk_volume_readd, at most rate
+ * bytes/s, 0 = unlimited) only when its superblock proves it is the slot's member that left:
+ * this array, the slot's member UUID, an event no newer than the one it held when it failed;
+ * anything else is refused for good (logged, status "reconnect"). No-op (0) for read-only
+ * volumes or without URI members; call once after rk_volume_open; rk_volume_close stops it.
+ * Returns 0 or -errno (thread creation).
+ */
+int rk_volume_remote_watch(struct rk_volume *v, uint64_t rate);
+
 /* What the last rejoin of slot was (the note of rk_volume_readd, also after a replace that
  * recognised the old member), or NULL when none happened since open. Valid until the volume is
  * closed or the slot rejoins again. */

@@ -387,6 +387,8 @@ static int serve_run(struct serve_opts *o, int n, char **members)
             unlink(o->hidden);
         return CLI_EXIT_FAIL;
     }
+    if (rk_volume_remote_watch(vol, o->oo.rebuild_rate)) /* URI members: fail, reconnect */
+        fprintf(stderr, "raidkit serve: cannot watch the remote members\n");
     struct rk_dev *dev = rk_volume_dev(vol);
     char desc[320], sz[32];
     snprintf(desc, sizeof(desc), "raidkit %s, %s", dev->name,

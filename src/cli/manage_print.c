@@ -83,6 +83,13 @@ void mgmt_print_status(const cJSON *st)
         if (cJSON_IsString(conn))
             printf("          nbd member, %s, mean latency %.0f us\n", conn->valuestring,
                    mgmt_num(it, "latency_us"));
+        const cJSON *rc = cJSON_GetObjectItem(it, "reconnect"); /* served URI members */
+        const cJSON *rs = cJSON_GetObjectItem(rc, "state");
+        const cJSON *re = cJSON_GetObjectItem(rc, "last_error");
+        if (cJSON_IsString(rs) && strcmp(rs->valuestring, "none"))
+            printf("          reconnect: %s, %.0f attempt(s)%s%s\n", rs->valuestring,
+                   mgmt_num(rc, "attempts"), cJSON_IsString(re) ? ", last: " : "",
+                   cJSON_IsString(re) ? re->valuestring : "");
     }
     mgmt_job_line(cJSON_GetObjectItem(st, "job"), line, sizeof(line));
     printf("job:      %s\n", line);

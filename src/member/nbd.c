@@ -1,7 +1,8 @@
 /* The nbd member: a remote block device reached through libnbd (an NBD URI, see docs/CLI.md
- * "Member URIs"). One libnbd handle per member, driven by one completion thread:
+ * "Member URIs"). One libnbd handle per connection (several when the server offers
+ * multi-conn: requests are spread round robin), each driven by its own completion thread:
  *
- *   submitter (rk_io_submit / rk_dev_*)     completion thread (one per member)
+ *   submitter (rk_io_submit / rk_dev_*)     completion thread (one per connection)
  *   nbd_start: check state, nbd_aio_*,      poll(handle fd in libnbd's direction, wake pipe,
  *   append to the in-flight list, poke       100 ms), nbd_aio_notify_*, then expire requests
  *   the wake pipe                            older than the timeout (-ETIMEDOUT, member dead)
@@ -9,8 +10,10 @@
  * libnbd calls the completion callback in the thread that runs its state machine (the
  * completion thread, or a submitter whose nbd_aio_* call finished the command at once); the
  * request is completed exactly once, by whoever first takes it off the in-flight list.
- * A transport error, a server error or a timeout makes the member dead: every later request
- * fails with -EIO, so the array fails the member like a local one (docs/ARCHITECTURE.md).
+ * A transport error, a server error or a timeout on any connection makes the member dead:
+ * every later request fails with -EIO, so the array fails the member like a local one
+ * (docs/ARCHITECTURE.md). With multi-conn a FLUSH on one connection covers the writes
+ * completed on all of them (NBD protocol, "CAN_MULTI_CONN"), so a flush goes to one.
  */
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
@@ -28,6 +31,7 @@
 #include <unistd.h>
 
 #include "core/util.h"
+#include "member/nbd_uri.h"
 
 #ifdef RAIDKIT_HAVE_LIBNBD
 #include <libnbd.h>
@@ -38,25 +42,37 @@
 enum nbd_state { NBD_ST_CONNECTED = 0, NBD_ST_DEAD, NBD_ST_TIMED_OUT, NBD_ST_CLOSING };
 
 struct nbd_req;
+struct nbd_priv;
 
-struct nbd_priv {
+/* One connection: a libnbd handle and the thread that drives it. */
+struct nbd_conn {
+    struct nbd_priv *p;
     struct nbd_handle *h;
     pthread_t thread;
+    bool started;         /* thread created */
     int wake[2];          /* pipe: submitters poke the completion thread */
-    pthread_mutex_t lock; /* in-flight list, state */
+    pthread_mutex_t lock; /* in-flight list */
     struct nbd_req *head; /* in-flight requests, oldest first */
     struct nbd_req *tail;
-    _Atomic int state; /* enum nbd_state */
-    bool can_fua, can_flush, can_trim, can_zero;
+};
+
+struct nbd_priv {
+    struct nbd_conn conn[RK_NBD_MAX_CONNECTIONS];
+    unsigned nconn;      /* connections open (1 unless the server offers multi-conn) */
+    _Atomic unsigned rr; /* round-robin cursor over conn[] */
+    _Atomic int state;   /* enum nbd_state */
+    bool can_fua, can_flush, can_trim, can_zero, multi_conn;
     uint64_t timeout_ns;
     _Atomic uint64_t done, lat_ns; /* completed requests and their summed latency */
-    char uri[256];
+    char uri[256];                 /* as given (display, messages) */
+    char luri[1024];               /* what libnbd connects to (raidkit's query keys removed) */
 };
 
 /* One request in flight. Freed by libnbd's free callback (after its completion callback). */
 struct nbd_req {
     struct nbd_req *prev, *next;
     struct nbd_priv *p;
+    struct nbd_conn *c;    /* the connection it was issued on */
     struct rk_io *io;      /* asynchronous request, or NULL for a synchronous one */
     struct nbd_sync *sync; /* synchronous waiter, or NULL */
     uint64_t start_ns;
@@ -79,7 +95,7 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void req_unlink(struct nbd_priv *p, struct nbd_req *q)
+static void req_unlink(struct nbd_conn *p, struct nbd_req *q)
 {
     if (q->prev)
         q->prev->next = q->next;
@@ -126,19 +142,19 @@ static void mark_dead(struct nbd_priv *p, int state, const char *why)
 static int req_done_cb(void *user_data, int *error)
 {
     struct nbd_req *q = user_data;
-    struct nbd_priv *p = q->p;
-    pthread_mutex_lock(&p->lock);
+    struct nbd_conn *c = q->c;
+    pthread_mutex_lock(&c->lock);
     bool mine = q->listed;
     if (mine)
-        req_unlink(p, q);
-    pthread_mutex_unlock(&p->lock);
+        req_unlink(c, q);
+    pthread_mutex_unlock(&c->lock);
     if (!mine)
         return 1; /* timed out already */
     int r = *error ? -*error : 0;
     if (r) {
         char why[96];
         snprintf(why, sizeof(why), "request failed: %s", strerror(-r));
-        mark_dead(p, NBD_ST_DEAD, why);
+        mark_dead(q->p, NBD_ST_DEAD, why);
         r = -EIO;
     }
     req_finish(q, r);
@@ -158,7 +174,7 @@ static void req_free_cb(void *user_data)
     req_put(user_data);
 }
 
-static void poke(struct nbd_priv *p)
+static void poke(struct nbd_conn *p)
 {
     char c = 1;
     ssize_t w = write(p->wake[1], &c, 1);
@@ -177,7 +193,10 @@ static void nbd_start(struct nbd_priv *p, enum rk_op op, void *buf, uint64_t len
         req_finish(&tmp, q ? -EIO : -ENOMEM);
         return;
     }
+    /* Round robin over the connections; a flush needs only one (multi-conn, above). */
+    struct nbd_conn *cn = &p->conn[atomic_fetch_add(&p->rr, 1) % p->nconn];
     q->p = p;
+    q->c = cn;
     q->refs = 2;
     q->io = io;
     q->sync = sync;
@@ -198,32 +217,32 @@ static void nbd_start(struct nbd_priv *p, enum rk_op op, void *buf, uint64_t len
     if (op == RK_OP_WRITE_ZEROES && (flags & RK_ZERO_NO_HOLE))
         nf |= LIBNBD_CMD_FLAG_NO_HOLE;
     /* Listed before issuing: the completion callback may run inside nbd_aio_*. */
-    pthread_mutex_lock(&p->lock);
+    pthread_mutex_lock(&cn->lock);
     q->listed = true;
-    q->prev = p->tail;
-    if (p->tail)
-        p->tail->next = q;
+    q->prev = cn->tail;
+    if (cn->tail)
+        cn->tail->next = q;
     else
-        p->head = q;
-    p->tail = q;
-    pthread_mutex_unlock(&p->lock);
+        cn->head = q;
+    cn->tail = q;
+    pthread_mutex_unlock(&cn->lock);
     nbd_completion_callback cb = {.callback = req_done_cb, .user_data = q, .free = req_free_cb};
     int64_t c;
     switch (op) {
     case RK_OP_READ:
-        c = nbd_aio_pread(p->h, buf, len, off, cb, 0);
+        c = nbd_aio_pread(cn->h, buf, len, off, cb, 0);
         break;
     case RK_OP_WRITE:
-        c = nbd_aio_pwrite(p->h, buf, len, off, cb, nf);
+        c = nbd_aio_pwrite(cn->h, buf, len, off, cb, nf);
         break;
     case RK_OP_FLUSH:
-        c = nbd_aio_flush(p->h, cb, 0);
+        c = nbd_aio_flush(cn->h, cb, 0);
         break;
     case RK_OP_DISCARD:
-        c = nbd_aio_trim(p->h, len, off, cb, 0);
+        c = nbd_aio_trim(cn->h, len, off, cb, 0);
         break;
     default:
-        c = nbd_aio_zero(p->h, len, off, cb, nf);
+        c = nbd_aio_zero(cn->h, len, off, cb, nf);
         break;
     }
     if (c == -1) {
@@ -231,27 +250,28 @@ static void nbd_start(struct nbd_priv *p, enum rk_op op, void *buf, uint64_t len
         char why[200];
         snprintf(why, sizeof(why), "cannot issue a request: %s", nbd_get_error());
         mark_dead(p, NBD_ST_DEAD, why);
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&cn->lock);
         bool mine = q->listed;
         if (mine)
-            req_unlink(p, q);
-        pthread_mutex_unlock(&p->lock);
+            req_unlink(cn, q);
+        pthread_mutex_unlock(&cn->lock);
         if (mine)
             req_finish(q, -EIO);
     } else {
-        poke(p);
+        poke(cn);
     }
     req_put(q);
 }
 
-/* Fail every request older than the timeout with -ETIMEDOUT (the member is then dead). */
-static void expire(struct nbd_priv *p)
+/* Fail every request of connection p older than the timeout with -ETIMEDOUT (the member is
+ * then dead). */
+static void expire(struct nbd_conn *p)
 {
     uint64_t now = now_ns();
     for (;;) {
         pthread_mutex_lock(&p->lock);
         struct nbd_req *q = p->head;
-        bool old = q && now - q->start_ns > p->timeout_ns;
+        bool old = q && now - q->start_ns > p->p->timeout_ns;
         if (old) {
             req_unlink(p, q);
             atomic_fetch_add(&q->refs, 1); /* keep it while finishing */
@@ -259,7 +279,7 @@ static void expire(struct nbd_priv *p)
         pthread_mutex_unlock(&p->lock);
         if (!old)
             return;
-        mark_dead(p, NBD_ST_TIMED_OUT, "a request was not answered within the timeout");
+        mark_dead(p->p, NBD_ST_TIMED_OUT, "a request was not answered within the timeout");
         /* The caller may reuse the buffer once its request fails: cut the socket so a late
          * reply is never read into it (libnbd then retires every command with an error). This
          * thread is the only reader of replies, so none is being read now. */
@@ -271,8 +291,8 @@ static void expire(struct nbd_priv *p)
     }
 }
 
-/* Fail everything still listed (dead connection or close). */
-static void fail_all(struct nbd_priv *p, int r)
+/* Fail everything still listed on connection p (dead connection or close). */
+static void fail_all(struct nbd_conn *p, int r)
 {
     for (;;) {
         pthread_mutex_lock(&p->lock);
@@ -291,8 +311,8 @@ static void fail_all(struct nbd_priv *p, int r)
 
 static void *nbd_thread(void *arg)
 {
-    struct nbd_priv *p = arg;
-    while (atomic_load(&p->state) != NBD_ST_CLOSING) {
+    struct nbd_conn *p = arg;
+    while (atomic_load(&p->p->state) != NBD_ST_CLOSING) {
         struct pollfd fds[2] = {{.fd = nbd_aio_get_fd(p->h)}, {.fd = p->wake[0], .events = POLLIN}};
         unsigned dir = nbd_aio_get_direction(p->h);
         if (dir & LIBNBD_AIO_DIRECTION_READ)
@@ -312,9 +332,9 @@ static void *nbd_thread(void *arg)
         else if (fds[0].fd >= 0 && (fds[0].revents & POLLOUT))
             nbd_aio_notify_write(p->h);
         if (nbd_aio_is_dead(p->h) || nbd_aio_is_closed(p->h)) {
-            mark_dead(p, NBD_ST_DEAD, "the connection to the server is lost");
+            mark_dead(p->p, NBD_ST_DEAD, "the connection to the server is lost");
             fail_all(p, -EIO);
-            if (atomic_load(&p->state) != NBD_ST_CLOSING)
+            if (atomic_load(&p->p->state) != NBD_ST_CLOSING)
                 usleep(100 * 1000);
             continue;
         }
@@ -395,19 +415,37 @@ static void nbd_submit_op(struct rk_dev *dev, struct rk_io *io)
     nbd_start(p, io->op, io->buf, io->len, io->off, io->flags, io, NULL);
 }
 
+/* Tear down the connections of p (threads joined, handles closed, pipes closed). */
+static void conns_close(struct nbd_priv *p)
+{
+    atomic_store(&p->state, NBD_ST_CLOSING);
+    for (unsigned i = 0; i < RK_NBD_MAX_CONNECTIONS; i++) {
+        struct nbd_conn *c = &p->conn[i];
+        if (c->started) {
+            poke(c);
+            pthread_join(c->thread, NULL);
+            fail_all(c, -EIO);
+        }
+        if (c->h)
+            nbd_close(c->h); /* calls the free callbacks of anything libnbd still holds */
+        if (c->wake[0] >= 0) {
+            close(c->wake[0]);
+            close(c->wake[1]);
+        }
+        pthread_mutex_destroy(&c->lock);
+    }
+}
+
 static void nbd_close_op(struct rk_dev *dev)
 {
     struct nbd_priv *p = dev->priv;
-    if (nbd_aio_is_ready(p->h) && atomic_load(&p->state) == NBD_ST_CONNECTED)
-        nbd_aio_disconnect(p->h, 0);
-    atomic_store(&p->state, NBD_ST_CLOSING);
-    poke(p);
-    pthread_join(p->thread, NULL);
-    fail_all(p, -EIO);
-    nbd_close(p->h); /* calls the free callbacks of anything libnbd still holds */
-    close(p->wake[0]);
-    close(p->wake[1]);
-    pthread_mutex_destroy(&p->lock);
+    /* Closing first: the threads must not take the disconnect for a lost server. */
+    int old = NBD_ST_CONNECTED;
+    bool live = atomic_compare_exchange_strong(&p->state, &old, NBD_ST_CLOSING);
+    for (unsigned i = 0; live && i < p->nconn; i++)
+        if (nbd_aio_is_ready(p->conn[i].h))
+            nbd_aio_disconnect(p->conn[i].h, 0);
+    conns_close(p);
     free(p);
 }
 
@@ -422,7 +460,7 @@ static const struct rk_dev_ops nbd_ops = {
     .close = nbd_close_op,
 };
 
-static uint64_t timeout_ms(void)
+static uint64_t env_timeout_ms(void)
 {
     const char *e = getenv("RAIDKIT_NBD_MEMBER_TIMEOUT_MS");
     char *end;
@@ -430,88 +468,122 @@ static uint64_t timeout_ms(void)
     return e && *e && !*end && v > 0 ? v : NBD_MEMBER_TIMEOUT_MS_DEFAULT;
 }
 
-/* Connect (blocking) and read the server's capabilities into p. 0 or -errno, message in err. */
-static int nbd_connect(struct nbd_priv *p, const char *uri, uint32_t flags, uint64_t *size,
-                       char *err, size_t errlen)
+/* Connect connection c (blocking) to p->luri. 0 or -errno, message in err. */
+static int conn_open(struct nbd_priv *p, struct nbd_conn *c, char *err, size_t errlen)
 {
-    p->h = nbd_create();
-    if (!p->h) {
+    c->h = nbd_create();
+    if (!c->h) {
         snprintf(err, errlen, "%s", nbd_get_error());
         return -ENOMEM;
     }
-    nbd_set_uri_allow_local_file(p->h, false);
-    if (nbd_connect_uri(p->h, uri) == -1) {
-        int e = nbd_get_errno();
-        snprintf(err, errlen, "%s", nbd_get_error());
-        return e ? -e : -EIO;
-    }
-    int64_t sz = nbd_get_size(p->h);
+    nbd_set_uri_allow_local_file(c->h, false);
+    int r = rk_nbd_connect_deadline(c->h, p->luri, p->timeout_ns, err, errlen);
+    if (r)
+        return r;
+    if (pipe2(c->wake, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -errno;
+    return 0;
+}
+
+/* Connect the first connection and read the server's capabilities into p, then, when the
+ * server offers multi-conn, the others (want of them in all). 0 or -errno, message in err. */
+static int nbd_connect(struct nbd_priv *p, unsigned want, uint32_t flags, uint64_t *size, char *err,
+                       size_t errlen)
+{
+    int r = conn_open(p, &p->conn[0], err, errlen);
+    if (r)
+        return r;
+    struct nbd_handle *h = p->conn[0].h;
+    p->nconn = 1;
+    int64_t sz = nbd_get_size(h);
     if (sz < 0) {
         snprintf(err, errlen, "%s", nbd_get_error());
         return -EIO;
     }
-    if (!(flags & RK_FILE_READ_ONLY) && nbd_is_read_only(p->h) == 1) {
+    if (!(flags & RK_FILE_READ_ONLY) && nbd_is_read_only(h) == 1) {
         snprintf(err, errlen, "the server exports it read-only");
         return -EROFS;
     }
     *size = (uint64_t)sz;
-    p->can_fua = nbd_can_fua(p->h) == 1;
-    p->can_flush = nbd_can_flush(p->h) == 1;
-    p->can_trim = nbd_can_trim(p->h) == 1;
-    p->can_zero = nbd_can_zero(p->h) == 1;
+    p->can_fua = nbd_can_fua(h) == 1;
+    p->can_flush = nbd_can_flush(h) == 1;
+    p->can_trim = nbd_can_trim(h) == 1;
+    p->can_zero = nbd_can_zero(h) == 1;
+    p->multi_conn = nbd_can_multi_conn(h) == 1;
+    /* Without multi-conn a flush on one connection would not cover the others' writes. */
+    unsigned n = p->multi_conn ? want : 1;
+    for (unsigned i = 1; i < n; i++) {
+        r = conn_open(p, &p->conn[i], err, errlen);
+        p->nconn = i + 1;
+        if (!r && nbd_get_size(p->conn[i].h) != sz) {
+            snprintf(err, errlen, "connection %u reports another export size", i + 1);
+            r = -EIO;
+        }
+        if (r)
+            return r;
+    }
     return 0;
 }
 
 /* Why the calling thread's last rk_nbd_open failed (rk_nbd_last_error). */
 static _Thread_local char last_err[300];
 
+/* The device of a connected p: block size from the server's minimum, threads started. */
+static int nbd_make_dev(struct nbd_priv *p, const char *uri, uint64_t size, struct rk_dev **out)
+{
+    struct rk_dev *dev = rk_dev_alloc(&nbd_ops, p, uri);
+    if (!dev)
+        return -ENOMEM;
+    uint32_t bs = 512;
+    int64_t min = nbd_get_block_size(p->conn[0].h, LIBNBD_SIZE_MINIMUM);
+    if (min > 512)
+        bs = 4096;
+    dev->block_size = bs;
+    dev->opt_io_size = bs;
+    dev->size = size / bs * bs;
+    dev->direct = false;
+    for (unsigned i = 0; i < p->nconn; i++) {
+        int r = -pthread_create(&p->conn[i].thread, NULL, nbd_thread, &p->conn[i]);
+        if (r) {
+            free(dev);
+            return r;
+        }
+        p->conn[i].started = true;
+    }
+    *out = dev;
+    return 0;
+}
+
 int rk_nbd_open(const char *uri, uint32_t flags, struct rk_dev **out)
 {
     struct nbd_priv *p = calloc(1, sizeof(*p));
-    struct rk_dev *dev = NULL;
     char err[300] = "";
     uint64_t size = 0;
     int r = p ? 0 : -ENOMEM;
+    struct rk_nbd_uri_opts uo;
     if (p) {
-        p->wake[0] = p->wake[1] = -1;
+        for (unsigned i = 0; i < RK_NBD_MAX_CONNECTIONS; i++) {
+            p->conn[i].p = p;
+            p->conn[i].wake[0] = p->conn[i].wake[1] = -1;
+            pthread_mutex_init(&p->conn[i].lock, NULL);
+        }
         snprintf(p->uri, sizeof(p->uri), "%s", uri);
-        pthread_mutex_init(&p->lock, NULL);
-        p->timeout_ns = timeout_ms() * 1000000ull;
-        r = nbd_connect(p, uri, flags, &size, err, sizeof(err));
-    }
-    if (!r && pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) < 0)
-        r = -errno;
-    if (!r) {
-        dev = rk_dev_alloc(&nbd_ops, p, uri);
-        r = dev ? 0 : -ENOMEM;
+        r = rk_nbd_uri_parse(uri, &uo, p->luri, sizeof(p->luri), err, sizeof(err));
     }
     if (!r) {
-        uint32_t bs = 512;
-        int64_t min = nbd_get_block_size(p->h, LIBNBD_SIZE_MINIMUM);
-        if (min > 512)
-            bs = 4096;
-        dev->block_size = bs;
-        dev->opt_io_size = bs;
-        dev->size = size / bs * bs;
-        dev->direct = false;
-        r = -pthread_create(&p->thread, NULL, nbd_thread, p);
+        p->timeout_ns = (uo.timeout_ms ? uo.timeout_ms : env_timeout_ms()) * 1000000ull;
+        r = nbd_connect(p, uo.connections, flags, &size, err, sizeof(err));
     }
+    if (!r)
+        r = nbd_make_dev(p, uri, size, out);
     if (r) {
         snprintf(last_err, sizeof(last_err), "%s", err[0] ? err : strerror(-r));
-        free(dev);
         if (p) {
-            if (p->h)
-                nbd_close(p->h);
-            if (p->wake[0] >= 0) {
-                close(p->wake[0]);
-                close(p->wake[1]);
-            }
-            pthread_mutex_destroy(&p->lock);
+            conns_close(p);
             free(p);
         }
         return r;
     }
-    *out = dev;
     return 0;
 }
 
@@ -530,6 +602,21 @@ double rk_nbd_mean_latency_us(const struct rk_dev *dev)
     struct nbd_priv *p = dev->priv;
     uint64_t n = atomic_load(&p->done), lat = atomic_load(&p->lat_ns);
     return n ? (double)lat / (double)n / 1000.0 : 0.0;
+}
+
+int rk_nbd_info(const struct rk_dev *dev, struct rk_nbd_member_info *out)
+{
+    if (!dev || dev->ops != &nbd_ops)
+        return -EINVAL;
+    const struct nbd_priv *p = dev->priv;
+    *out = (struct rk_nbd_member_info){.connections = p->nconn,
+                                       .multi_conn = p->multi_conn,
+                                       .fua = p->can_fua,
+                                       .flush = p->can_flush,
+                                       .trim = p->can_trim,
+                                       .zero = p->can_zero,
+                                       .timeout_ms = p->timeout_ns / 1000000u};
+    return 0;
 }
 
 #else /* !RAIDKIT_HAVE_LIBNBD */
@@ -553,6 +640,13 @@ const char *rk_nbd_state(const struct rk_dev *dev)
 double rk_nbd_mean_latency_us(const struct rk_dev *dev)
 {
     return 0;
+}
+
+int rk_nbd_info(const struct rk_dev *dev, struct rk_nbd_member_info *out)
+{
+    (void)dev;
+    (void)out;
+    return -EINVAL;
 }
 #endif
 

@@ -426,6 +426,7 @@ int rk_volume_close(struct rk_volume *v)
 {
     if (!v)
         return 0;
+    vol_remote_stop(v); /* no automatic re-add from here on */
     /* The cache first: its data and metadata durable, then the backing flushed (dirty blocks
      * stay dirty on the cache device). */
     int cr = vol_cache_close(v);

@@ -53,7 +53,22 @@ struct rk_volume {
      * device's stack; cache_fault is the fault member in it (or NULL). */
     struct rk_dev *cache_dev;
     struct rk_cache *cache;
+    /* Remote members (volume_remote.c): the event counter each slot's member held when its
+     * failure was recorded (0 = never failed since open), and the watcher that fails dead
+     * connections and reconnects (NULL unless rk_volume_remote_watch started it). */
+    uint64_t fail_events[RK_MAX_MEMBERS];
+    struct vol_remote *remote;
 };
+
+/* Stop and free v's remote-member watcher (volume_remote.c); no-op without one. First thing
+ * of close: no re-add may start after it. */
+void vol_remote_stop(struct rk_volume *v);
+
+/* Add slot's "reconnect" object (state, attempts, next attempt, last error, resynced bytes of
+ * the last automatic re-add) to the status object o when the watcher runs and slot's member is
+ * a URI. Caller holds v->lock. */
+struct cJSON;
+void vol_remote_status(struct rk_volume *v, uint32_t slot, struct cJSON *o);
 
 /* Cache phase (volume_cache_layer.c), after the bitmap setup and before the dirty mark: open the
  * cache device stack of o->cache_path (file -> device model -> fault member) and the cache layer

@@ -122,6 +122,7 @@ static int vol_member_failed(void *ctx, uint32_t slot, int error)
         return 0;
     pthread_mutex_lock(&v->lock);
     if (v->sb.slots[slot].state != RK_SLOT_FAILED) {
+        v->fail_events[slot] = v->sb.events; /* the newest the member can hold (reconnect) */
         v->sb.slots[slot].state = RK_SLOT_FAILED;
         v->sb.readd_slots &= ~(1u << slot);
         v->sb.events++;

@@ -48,7 +48,15 @@ static cJSON *vol_slot_tree(struct rk_volume *v, uint32_t i, int st)
     if (v->file[i] && rk_nbd_state(v->file[i])) {
         cJSON_AddStringToObject(o, "connection", rk_nbd_state(v->file[i]));
         cJSON_AddNumberToObject(o, "latency_us", rk_nbd_mean_latency_us(v->file[i]));
+        struct rk_nbd_member_info ni;
+        if (!rk_nbd_info(v->file[i], &ni)) {
+            cJSON_AddNumberToObject(o, "connections", ni.connections);
+            cJSON_AddBoolToObject(o, "multi_conn", ni.multi_conn);
+            cJSON_AddBoolToObject(o, "fua", ni.fua);
+            cJSON_AddNumberToObject(o, "timeout_ms", (double)ni.timeout_ms);
+        }
     }
+    vol_remote_status(v, i, o); /* reconnect state of a URI member (served volumes) */
     return o;
 }
 
