@@ -83,9 +83,12 @@ auth cluster required = none
 auth service required = none
 auth client required = none
 run dir = $dir/run
-admin socket = $dir/run/\$name.asok
+admin socket = $dir/run/\$name.\$pid.asok
 pid file = $dir/run/\$name.pid
 log file = $dir/log/\$name.log
+[client]
+log file = $dir/log/\$name.\$pid.log
+[global]
 mon cluster log file = $dir/log/cluster.log
 crash dir = $dir/crash
 exporter sock dir = $dir/run
