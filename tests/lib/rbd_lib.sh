@@ -6,7 +6,6 @@
 #                       CEPH_CONF (so `rbd:POOL/IMAGE` members need no @CONF)
 #   rbd_image NAME SIZE a fresh image rk/NAME (layering only: no exclusive lock, so a server
 #                       SIGKILLed by a test does not hold up the next open)
-#   rbd_rm NAME         remove rk/NAME
 # shellcheck disable=SC2034
 
 RBD_CEPH_SH="$RAIDKIT_SOURCE_DIR/scripts/ceph-one-node.sh"
@@ -43,9 +42,4 @@ rbd_image()
 {
     rbd create --size "$2" --image-feature layering "rk/$1" 2>"$T/rbd.err" ||
         rk_fail "rbd create rk/$1: $(cat "$T/rbd.err")"
-}
-
-rbd_rm()
-{
-    rbd rm --no-progress "rk/$1" >/dev/null 2>"$T/rbd.err" || rk_fail "rbd rm rk/$1: $(cat "$T/rbd.err")"
 }
