@@ -20,7 +20,7 @@ check_tools() {
     for t in ceph-mon ceph-osd ceph monmaptool rbd; do
         command -v "$t" >/dev/null 2>&1 || {
             echo "ceph-one-node: $t not installed (apt-get install ceph-mon ceph-osd ceph-common," \
-                "or scripts/install-deps.sh with RAIDKIT_CEPH=1)" >&2
+                "or scripts/install-deps.sh)" >&2
             return 77
         }
     done
