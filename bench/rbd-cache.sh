@@ -1,7 +1,8 @@
 #!/bin/bash
 # usage: bench/rbd-cache.sh RAIDKIT
 # A writeback cache over a Ceph RBD image vs the RBD image alone (bench/RESULTS.md "RBD backing"):
-# a one-node cluster (scripts/ceph-one-node.sh, memstore OSD on 127.0.0.1) holds a 1 GiB image,
+# a one-node cluster (scripts/ceph-one-node.sh, by default a bluestore OSD on a local file, so
+# an RBD write is committed to a disk as on a real cluster; on 127.0.0.1) holds a 1 GiB image,
 # the array is linear over `rbd:rk/bench`. For each configuration, through `raidkit serve`
 # (fio nbd engine, 4 KiB, queue depth QD, a working set of WSET that fits the cache):
 #   randwrite  RUNTIME s of 4K random writes            -> write IOPS
@@ -12,7 +13,8 @@
 # cache of 4 KiB blocks on a local file in CACHE_DIR). Prints one line per figure, the ratios
 # and the load average.
 # Environment: RUNTIME [15] s  QD [32]  WSET [128M]  CACHE_SIZE [384M]  WARM [60] s
-#              CACHE_DIR [/var/tmp] (the "local SSD")  WORK_DIR [/tmp]
+#              CACHE_DIR [/var/tmp] (the "local SSD")  WORK_DIR [/tmp] (the OSD's file)
+#              CEPH_OBJECTSTORE [bluestore] (memstore: the OSD keeps objects in memory)
 #              WAIT_QUIET [0] s  QUIET_LOAD [2]
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -32,6 +34,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+export CEPH_OBJECTSTORE=${CEPH_OBJECTSTORE:-bluestore}
 out=$(bash "$SRC/scripts/ceph-one-node.sh" start "$WORK/ceph" 2>&1) || { echo "$out" >&2; exit 1; }
 export CEPH_CONF="$WORK/ceph/ceph.conf"
 rbd create --size 1G --image-feature layering rk/bench || exit 1
@@ -85,4 +88,5 @@ truncate -s "$CACHE_SIZE" "$CACHE_FILE"
 run cache --cache "$CACHE_FILE" "$R"
 python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:]); print("ratio cache/rbd: randwrite %.1fx, randread %.1fx" % (c/max(a,1), d/max(b,1)))' \
     "$RW" "$RR" "$W_IOPS" "$R_IOPS"
+echo "objectstore $CEPH_OBJECTSTORE, cache file in ${CACHE_DIR:-/var/tmp}"
 echo "load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"

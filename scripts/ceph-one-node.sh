@@ -6,11 +6,12 @@
 #   scripts/ceph-one-node.sh check       exit 0 when the Ceph tools are installed, else print
 #                                        why on stderr and exit 77
 # One ceph-mon and one ceph-osd on memstore (objects in the OSD's memory: nothing to format,
-# nothing survives a stop), bound to 127.0.0.1 only (messenger v2 on a free port), no ceph-mgr
+# nothing survives a stop; CEPH_OBJECTSTORE=bluestore: a sparse CEPH_OSD_BLOCK_SIZE file in DIR,
+# default 4G, written with O_DIRECT and committed like a real OSD's disk), bound to 127.0.0.1 only (messenger v2 on a free port), no ceph-mgr
 # (nothing here needs one), authentication off (auth none: no keyrings), every file (conf,
 # monitor store, OSD data, logs, admin sockets, pid files) in DIR; nothing outside DIR is
-# written. Pool `rk` (size 1, 8 PGs) with the rbd application. Environment: CEPH_OSD_MEMORY
-# (bytes the memstore OSD offers, default 4G).
+# written. Pool `rk` (size 1, 8 PGs) with the rbd application. Environment: CEPH_OBJECTSTORE
+# (memstore | bluestore), CEPH_OSD_MEMORY (bytes the memstore OSD offers, default 4G).
 set -euo pipefail
 
 die() { echo "ceph-one-node: $*" >&2; exit 1; }
@@ -66,6 +67,18 @@ start() {
     port=$(free_port)
     fsid=$(cat /proc/sys/kernel/random/uuid)
     conf="$dir/ceph.conf"
+    local store_conf
+    case ${CEPH_OBJECTSTORE:-memstore} in
+    memstore) store_conf="osd objectstore = memstore
+memstore device bytes = ${CEPH_OSD_MEMORY:-4294967296}" ;;
+    bluestore) store_conf="osd objectstore = bluestore
+bluestore block create = true
+bluestore block size = ${CEPH_OSD_BLOCK_SIZE:-4294967296}
+bluestore fsck on mkfs = false
+bluestore fsck on mount = false
+osd memory target = 1073741824" ;;
+    *) die "CEPH_OBJECTSTORE must be memstore or bluestore, not ${CEPH_OBJECTSTORE}" ;;
+    esac
     cat >"$conf" <<EOF
 [global]
 fsid = $fsid
@@ -107,8 +120,7 @@ mon data avail crit = 0
 mon data = $dir/mon/\$name
 [osd]
 osd data = $dir/osd/\$id
-osd objectstore = memstore
-memstore device bytes = ${CEPH_OSD_MEMORY:-4294967296}
+$store_conf
 osd max object name len = 256
 osd max object namespace len = 64
 osd op num shards = 1

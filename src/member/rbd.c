@@ -161,8 +161,7 @@ static int rbd_flush_op(struct rk_dev *dev)
 static int rbd_read_op(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
     struct rbd_priv *p = dev->priv;
-    return atomic_load(&p->dead) ? -EIO
-                                 : rbd_result(p, rbd_read(p->image, off, (size_t)len, buf));
+    return atomic_load(&p->dead) ? -EIO : rbd_result(p, rbd_read(p->image, off, (size_t)len, buf));
 }
 
 static int rbd_write_op(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
@@ -275,8 +274,8 @@ static int rbd_connect(struct rbd_priv *p, const char *spec, const char *conf)
 }
 
 /* Open pool and image on a connected p. 0 or -errno with the reason in last_err. */
-static int rbd_open_image(struct rbd_priv *p, const char *spec, const char *pool,
-                          const char *image, uint32_t flags, uint64_t *size)
+static int rbd_open_image(struct rbd_priv *p, const char *spec, const char *pool, const char *image,
+                          uint32_t flags, uint64_t *size)
 {
     int r = rados_ioctx_create(p->cluster, pool, &p->ioctx);
     if (r < 0) {
