@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # rbd_torture_cache: power-cut torture (docs/TORTURE.md; the cycle of tests/lib/torture_lib.sh)
 # of a writeback cache whose backing is a Ceph RBD image, on a one-node cluster started by the
-# test. RBD_TORTURE_CUTS cycles (default 5), each: a fresh 9 MiB image rk/tSEED as a linear array,
+# test. RBD_TORTURE_CUTS cycles (default 4), each: a fresh 9 MiB image rk/tSEED as a linear array,
 # a fresh 8 MiB cache of 4 KiB blocks; random writes, FLUSHes and FUA writes through NBD
 # (tests/lib/torture.py); a power cut of the cache device and the RBD member at a random device
 # write (one power domain, each keeping a random subset of its unflushed 4 KiB blocks), SIGKILL,
@@ -64,7 +64,7 @@ rbd_cycle()
 
 declare -gA TC=()
 first=${TORTURE_SEED:-1}
-for ((s = first; s < first + ${RBD_TORTURE_CUTS:-5}; s++)); do
+for ((s = first; s < first + ${RBD_TORTURE_CUTS:-4}; s++)); do
     rbd_cycle "$s"
 done
 summary="torture rbd-cache:"
