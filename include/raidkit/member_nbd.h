@@ -18,11 +18,14 @@ extern "C" {
 #define RK_NBD_DEFAULT_CONNECTIONS 4
 
 /* True when path is an NBD URI member: it starts with "nbd:", "nbd+unix:", "nbds:" or
- * "nbds+unix:" (libnbd's URI schemes, NBD URI spec). NULL gives false. */
+ * "nbds+unix:" (libnbd's URI schemes, NBD URI spec), or an RBD member ("rbd:", member_rbd.h):
+ * any member that is not a local path. NULL gives false. */
 bool rk_member_is_uri(const char *path);
 
 /*
- * Open any member: an NBD URI (rk_nbd_open) or a local file / block device (rk_file_open).
+ * Open any member: an NBD URI (rk_nbd_open), an RBD image "rbd:POOL/IMAGE[@CONF]" (rk_rbd_open;
+ * its failure reason is then also what rk_nbd_last_error returns) or a local file / block
+ * device (rk_file_open).
  * flags are the RK_FILE_* flags (RK_FILE_READ_ONLY applies to both; the others to files only).
  * Returns 0 and *out (owned by the caller, close with rk_dev_close), or -errno.
  */

@@ -17,6 +17,7 @@
  */
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
+#include "raidkit/member_rbd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -658,11 +659,18 @@ const char *rk_nbd_last_error(void)
 bool rk_member_is_uri(const char *path)
 {
     return path && (!strncmp(path, "nbd:", 4) || !strncmp(path, "nbd+unix:", 9) ||
-                    !strncmp(path, "nbds:", 5) || !strncmp(path, "nbds+unix:", 10));
+                    !strncmp(path, "nbds:", 5) || !strncmp(path, "nbds+unix:", 10) ||
+                    rk_member_is_rbd(path));
 }
 
 int rk_member_open(const char *path, uint32_t flags, struct rk_dev **out)
 {
+    if (rk_member_is_rbd(path)) { /* Ceph RBD (src/member/rbd.c); reason as rk_nbd_last_error */
+        int r = rk_rbd_open(path, flags, out);
+        if (r)
+            snprintf(last_err, sizeof(last_err), "%s", rk_rbd_last_error());
+        return r;
+    }
     if (rk_member_is_uri(path))
         return rk_nbd_open(path, flags, out);
     return rk_file_open(path, flags, out);

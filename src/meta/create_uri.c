@@ -16,7 +16,7 @@ int create_uri_check(const char *uri, bool force, size_t probe_len,
                      size_t errlen)
 {
     struct rk_dev *dev = NULL;
-    int r = rk_nbd_open(uri, 0, &dev);
+    int r = rk_member_open(uri, 0, &dev);
     if (r) {
         rk_set_err(err, errlen, "member %s: cannot connect: %s", uri, rk_nbd_last_error());
         return r;
@@ -47,7 +47,7 @@ int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t of
                      char *err, size_t errlen)
 {
     struct rk_dev *dev = NULL;
-    int r = rk_nbd_open(uri, 0, &dev);
+    int r = rk_member_open(uri, 0, &dev);
     if (!r)
         r = rk_dev_write(dev, buf, len, off, 0);
     if (!r)
@@ -61,7 +61,7 @@ int create_uri_write(const char *uri, const void *buf, uint64_t len, uint64_t of
 int create_uri_zero(const char *uri, uint64_t len, uint64_t off)
 {
     struct rk_dev *dev = NULL;
-    int r = rk_nbd_open(uri, 0, &dev);
+    int r = rk_member_open(uri, 0, &dev);
     if (!r && off + len > dev->size)
         len = off < dev->size ? dev->size - off : 0;
     for (uint64_t done = 0; !r && done < len; done += CREATE_URI_PIECE) {
