@@ -9,7 +9,7 @@ pkgs=(build-essential cmake pkg-config clang-format
       libgnutls28-dev gnutls-bin clang libfuzzer-14-dev
       scdoc nbdkit-plugin-dev
       fsmark postmark sqlite3 bonnie++ dbench libnbd-dev
-      xfsprogs postgresql googletest)
+      xfsprogs postgresql googletest
       librbd-dev)
 # The one-node Ceph cluster of the RBD tests and bench/rbd-cache.sh (scripts/ceph-one-node.sh):
 # ~150 MB of daemons, so optional: RAIDKIT_CEPH=0 skips them, and a failed install only warns
