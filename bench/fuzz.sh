@@ -31,7 +31,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 one() {
     local TIMEFORMAT='%U %S'
     mkdir -p "$B/fuzz/corpus-$1"
-    { time nice -n "$NICE" bash "$TOP/fuzz/run.sh" "$B" "$1" "$SECS" "$B/fuzz/corpus-$1" \
+    { time nice -n "$NICE" bash "$TOP/fuzz/run.sh" "$B" "$1" "$SECS" "$B/fuzz/corpus-$1" >/dev/null \
         2>"$B/fuzz/$1.long.log"; } 2>"$B/fuzz/$1.cpu"
 }
 
