@@ -335,6 +335,7 @@ static int serve_started(struct serve_opts *o)
     char err[600];
     if (o->pidfile && front_pidfile_write(o->pidfile, err, sizeof(err))) {
         fprintf(stderr, "raidkit serve: %s\n", err);
+        o->pidfile = NULL; /* not ours: never removed at exit */
         return CLI_EXIT_FAIL;
     }
     if (o->run) {
@@ -377,6 +378,13 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     struct rk_nbd_opts *no = &o->no;
     char err[512] = "";
     struct rk_volume *vol = NULL;
+    if (o->pidfile && front_pidfile_check(o->pidfile, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err); /* before any member is touched */
+        close(no->fd);
+        if (o->hidden[0])
+            unlink(o->hidden);
+        return CLI_EXIT_USAGE;
+    }
     int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
         char hint[4200];

@@ -188,8 +188,45 @@ void front_notify(const char *state)
     close(fd);
 }
 
+int front_pidfile_check(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0) {
+        if (errno != ENOENT) {
+            rk_set_err(err, errlen, "--pidfile %s: %s", path, strerror(errno));
+            return -1;
+        }
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+        if (access(d, W_OK | X_OK) < 0) {
+            rk_set_err(err, errlen, "--pidfile %s: directory %s: %s", path, d, strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    /* Only an old pid file is replaced: a member named by mistake, or any other file, is not. */
+    char buf[40] = "";
+    int fd = S_ISREG(st.st_mode) && st.st_size < (off_t)sizeof(buf) ? open(path, O_RDONLY) : -1;
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    bool pid = n >= 0 && (size_t)n == (size_t)st.st_size;
+    for (ssize_t i = 0; pid && i < n; i++)
+        pid = (buf[i] >= '0' && buf[i] <= '9') || (buf[i] == '\n' && i == n - 1);
+    if (!pid) {
+        rk_set_err(err, errlen, "--pidfile %s exists and is not a pid file; not overwriting it",
+                   path);
+        return -1;
+    }
+    return 0;
+}
+
 int front_pidfile_write(const char *path, char *err, size_t errlen)
 {
+    if (front_pidfile_check(path, err, errlen))
+        return -1;
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp)) {
         rk_set_err(err, errlen, "--pidfile %s: path too long", path);

@@ -53,6 +53,11 @@ void front_uri(const char *listen, const char *export_name, char *uri, size_t le
  * errors are ignored (a notification is advisory). */
 void front_notify(const char *state);
 
+/* Whether --pidfile PATH may be written: it does not exist and its directory is writable, or it
+ * is a regular file holding only a decimal pid (an old pid file). Anything else (a member named
+ * by mistake, any other file, a symlink) is refused. 0, or -1 with the reason in err. */
+int front_pidfile_check(const char *path, char *err, size_t errlen);
+
 /* Write our pid and a newline to path (0644, atomically via rename). 0, or -1 with err. */
 int front_pidfile_write(const char *path, char *err, size_t errlen);
 

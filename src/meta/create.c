@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -101,6 +102,14 @@ static int create_check_existing(struct create_member *c, const struct rk_create
         r = -errno;
         rk_set_err(err, errlen, "member %s is not readable and writable: %s", c->path,
                    strerror(-r));
+        goto out;
+    }
+    /* A member a running server (or another create) holds is never overwritten, --force or
+     * not: the lock is the one file members take (src/member/file.c). */
+    if (flock(*fd, LOCK_EX | LOCK_NB) < 0) {
+        r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+        rk_set_err(err, errlen, "member %s is in use%s", c->path,
+                   r == -EBUSY ? " (locked by another process; --force does not override it)" : "");
         goto out;
     }
     if (c->blockdev) {

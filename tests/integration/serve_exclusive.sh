@@ -32,7 +32,21 @@ grep -qi "in use" "$T/steal.log" || rk_fail "no 'in use' message: $(cat "$T/stea
 nbdinfo --size "$RK_URI" >/dev/null || rk_fail "the running server no longer answers"
 [ "$(sums "$T/ex0" "$T/ex1" "$T/ex2")" = "$before" ] || rk_fail "a refused serve changed members"
 
+# create --force over members a server holds: refused (the member lock), nothing written.
 M=("$T/ex0" "$T/ex1" "$T/ex2")
+if "$RAIDKIT" create --force --level raid1 "${M[0]}" "${M[1]}" 2>"$T/force.log" >/dev/null; then
+    rk_fail "create --force overwrote members in use"
+fi
+grep -qi "in use" "$T/force.log" || rk_fail "create --force: no 'in use' message: $(cat "$T/force.log")"
+# --pidfile naming an existing file that is not a pid file (a member named by mistake): refused
+# before any member is opened, the file untouched.
+cp "$T/other0" "$T/notpid"
+pbefore=$(sums "$T/notpid")
+timeout 10 "$RAIDKIT" serve --pidfile "$T/notpid" --listen "unix:$T/p.sock" "$T/other0" "$T/other1" \
+    2>"$T/pid.log" >/dev/null && rk_fail "serve with a non-pid --pidfile was not refused"
+grep -q "not a pid file" "$T/pid.log" || rk_fail "no 'not a pid file' message: $(cat "$T/pid.log")"
+[ "$(sums "$T/notpid")" = "$pbefore" ] || rk_fail "--pidfile overwrote a file that is not a pid file"
+[ "$(sums "${M[@]}")" = "$before" ] || rk_fail "a refused create changed members"
 rk_verify 0 $((8 * MiB)) 1
 rk_stop
 
@@ -42,4 +56,4 @@ before=$(sums "${M[@]}")
 rk_serve_refused "cannot hold|cannot start|too small" "${M[@]}"
 rk_serve_refused "cannot hold|cannot start|too small" --degraded "${M[@]}"
 [ "$(sums "${M[@]}")" = "$before" ] || rk_fail "a refused start changed member files"
-echo "PASS: members and sockets in use are refused; refused starts write nothing"
+echo "PASS: members and sockets in use are refused (also create --force, a non-pid --pidfile); refused starts write nothing"
