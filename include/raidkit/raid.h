@@ -163,8 +163,15 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
  * then the log restarts empty. Read-only volumes do not call it (no writes, no log). Returns
  * 0 (also for levels and arrays without a log) or -errno (a member failed to take the log's
  * writes, or memory ran out); problems with single entries are logged and the entry ignored.
+ * mode: 0 (no replay), RK_LOG_REPLAY (true), or RK_LOG_REPLAY | RK_LOG_FORCE. Without
+ * RK_LOG_FORCE, a degraded replay that cannot prove a logged window consistent (a chunk the
+ * write modified is missing while another chunk modified at the same column is present, or
+ * raid6 keeps both parities of it) returns -EUCLEAN and leaves the log as it was (the next
+ * start replays it again); with it, those windows keep their parity and the log restarts.
  */
-int rk_raid_log_start(struct rk_dev *raid, bool replay);
+#define RK_LOG_REPLAY 1
+#define RK_LOG_FORCE  2
+int rk_raid_log_start(struct rk_dev *raid, int mode);
 
 /* Current state of slot (enum rk_slot_state) of a raid device; -EINVAL for a bad slot. */
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot);

@@ -315,8 +315,16 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
 {
     if (v->read_only)
         return 0;
-    int r = rk_raid_log_start(v->raid, v->was_dirty);
-    if (r < 0)
+    int mode = v->was_dirty ? RK_LOG_REPLAY | (a->o->force ? RK_LOG_FORCE : 0) : 0;
+    int r = rk_raid_log_start(v->raid, mode);
+    if (r == -EUCLEAN) /* docs/FORMAT.md "Partial parity log", "What it does not cover" */
+        rk_set_err(a->err, a->errlen,
+                   "array %s was not shut down cleanly and is degraded: its partial parity log "
+                   "cannot make every stripe consistent (a write in flight modified a chunk on "
+                   "the missing member), so those stripes could read garbage; re-add the "
+                   "missing member, or start with --force to accept that",
+                   a->uuid);
+    else if (r < 0)
         rk_set_err(a->err, a->errlen, "array %s: cannot start its write log: %s", a->uuid,
                    strerror(-r));
     return r < 0 ? r : 0;

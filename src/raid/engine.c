@@ -192,12 +192,12 @@ out:
     return ret;
 }
 
-int rk_raid_log_start(struct rk_dev *raid, bool replay)
+int rk_raid_log_start(struct rk_dev *raid, int mode)
 {
     struct raid_priv *r = raid_priv_of(raid);
     if (!r)
         return -EINVAL;
-    return r->l.lvl->log_start ? r->l.lvl->log_start(r, replay) : 0;
+    return r->l.lvl->log_start ? r->l.lvl->log_start(r, mode) : 0;
 }
 
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot)

@@ -106,7 +106,7 @@ struct raid_level {
     void (*close)(struct raid_priv *r);
     /* Optional: replay (with replay) and start the level's write log; see rk_raid_log_start.
      * Called once, before any write. Returns 0 or -errno. */
-    int (*log_start)(struct raid_priv *r, bool replay);
+    int (*log_start)(struct raid_priv *r, int mode); /* mode: RK_LOG_* */
     /* Optional: write out what the level holds in memory for array range [off, off+len)
      * (raid5/6 stripe gathering; len UINT64_MAX: everything), called holding nothing before a
      * flush reaches the members, before block status and at close. A whole drain returns -EIO
