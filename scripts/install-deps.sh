@@ -8,7 +8,8 @@ pkgs=(build-essential cmake pkg-config clang-format
       fio libnbd-bin python3-libnbd nbdkit qemu-utils e2fsprogs util-linux btrfs-progs
       libgnutls28-dev gnutls-bin clang libfuzzer-14-dev
       scdoc nbdkit-plugin-dev
-      fsmark postmark sqlite3 bonnie++ dbench libnbd-dev)
+      fsmark postmark sqlite3 bonnie++ dbench libnbd-dev
+      xfsprogs postgresql googletest)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define BENCH_MAX_JOBS    16
+#define BENCH_MAX_JOBS    32
 #define BENCH_MAX_CONFIGS 24
 #define BENCH_MAX_TRIALS  64
 #define BENCH_BAR_WIDTH   79 /* line width of the longest bar row, as in the seeds' tables */
@@ -38,10 +38,10 @@ struct bench_seed_row {
 };
 
 struct bench_job {
-    char name[32];  /* section name, e.g. "randread" */
-    char title[64]; /* "Random Read" */
-    char rw[16];    /* fio rw= */
-    uint32_t bs;    /* bytes */
+    char name[32];   /* section name, e.g. "randread" */
+    char title[128]; /* "Random Read"; a filesystem job: the study's full test name */
+    char rw[16];     /* fio rw= */
+    uint32_t bs;     /* bytes */
     int iodepth;
     uint64_t size; /* bytes of the device the job covers */
     int ramp;      /* seconds */
@@ -54,6 +54,18 @@ struct bench_job {
     int loops; /* > 0: fio runs this many passes instead of a time_based runtime (warm-up) */
     int nseed;
     struct bench_seed_row seed[BENCH_MAX_SEED_ROWS];
+    /* Filesystem jobs (docs/BENCHMARKS.md "Filesystem jobs"): tool[0] != 0 makes this job run
+     * TOOL in a filesystem FS made on the configuration (src/bench/job_fs*.c) instead of fio on
+     * the raw volume. */
+    char tool[16];       /* fsmark, bonnie, postmark, dbench, sqlite, pgbench, compile, fio */
+    char fs[8];          /* ext4 (default), xfs, btrfs */
+    uint64_t fs_size;    /* bytes of the block device the filesystem is made on */
+    char args[192];      /* the tool's own scale options (per tool, see the docs) */
+    char init_args[64];  /* pgbench: options of `pgbench -i` ("-s 1") */
+    char metric[16];     /* bonnie: block_output, rewrite, block_input, seeks */
+    char fio_extra[160]; /* more fio options, space-separated (tool fio and raw fio jobs) */
+    char unit[16];       /* result unit of a filesystem job ("Files/s"); "" = MB/s */
+    bool lower_better;   /* the result is a time: lower is better */
 };
 
 /* Block size and queue depth of the warm-up passes (one read per 64 KiB cache block). */
@@ -75,7 +87,8 @@ int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t
 /* Resolve NAME (bench/suites/NAME under srcdir/env RAIDKIT_SUITES_DIR/the installed dirs) or a
  * path, and parse it. */
 int bench_suite_load(const char *name_or_path, struct bench_suite *s, char *err, size_t errlen);
-/* Largest job size: the device size every configuration must offer. */
+/* Largest raw (fio on the volume) job size: the device size every configuration must offer;
+ * filesystem jobs do not count (their device is made for them, of fs_size bytes). */
 uint64_t bench_suite_max_size(const struct bench_suite *s);
 
 /* ---- results ---- */
@@ -91,6 +104,8 @@ struct bench_cell {
     int model_n;
     double model_mbs;
     bool done;       /* measured (all trials) or partially measured */
+    bool skipped;    /* not run on this configuration (a filesystem job without root or its
+                        tool, or on a configuration without a filesystem path): note says why */
     bool host_bound; /* below 90% of model_mbs, or within 10% of the noop ceiling */
     char note[160];
     /* Cache configurations: hits and misses during the trials (from `status --json` "cache",
@@ -138,6 +153,8 @@ struct bench_report {
     int nconfigs;
     struct bench_config configs[BENCH_MAX_CONFIGS];
     struct bench_cell cells[BENCH_MAX_CONFIGS][BENCH_MAX_JOBS];
+    int fs_check_failures; /* filesystem jobs whose check after the tool found problems: the
+                              run fails (exit 1) */
 };
 
 /* Hit ratio hits / (hits + misses) in percent; -1 when both are 0. */

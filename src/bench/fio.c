@@ -30,8 +30,8 @@ int run_fio_version(char *buf, size_t len)
 /* fio's arguments for job j against t, writing JSON to outfile: a[] holds the texts, argv points
  * into them (NULL-terminated). */
 struct fio_args {
-    char a[16][700];
-    char *argv[20];
+    char a[40][700];
+    char *argv[44];
 };
 
 static void fio_args(struct fio_args *fa, const struct bench_job *j, const struct run_target *t,
@@ -46,7 +46,10 @@ static void fio_args(struct fio_args *fa, const struct bench_job *j, const struc
     } else {
         snprintf(fa->a[n++], al, "--ioengine=libaio");
         snprintf(fa->a[n++], al, "--direct=1");
-        snprintf(fa->a[n++], al, "--filename=%s", t->filename);
+        if (t->directory[0]) /* a filesystem job: fio's own file names (nrfiles) */
+            snprintf(fa->a[n++], al, "--directory=%s", t->directory);
+        else
+            snprintf(fa->a[n++], al, "--filename=%s", t->filename);
     }
     snprintf(fa->a[n++], al, "--rw=%s", j->rw);
     snprintf(fa->a[n++], al, "--bs=%u", j->bs);
@@ -61,6 +64,13 @@ static void fio_args(struct fio_args *fa, const struct bench_job *j, const struc
     }
     if (j->rwmixread > 0)
         snprintf(fa->a[n++], al, "--rwmixread=%d", j->rwmixread);
+    if (j->fio_extra[0]) { /* a suite's extra options (fio equivalents of other tools) */
+        char words[sizeof(j->fio_extra)];
+        snprintf(words, sizeof(words), "%s", j->fio_extra);
+        for (char *save = NULL, *w = strtok_r(words, " \t", &save); w && n < 36;
+             w = strtok_r(NULL, " \t", &save))
+            snprintf(fa->a[n++], al, "%s", w);
+    }
     snprintf(fa->a[n++], al, "--output-format=json");
     snprintf(fa->a[n++], al, "--output=%s", outfile);
     fa->argv[0] = "fio";

@@ -50,6 +50,12 @@ void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t 
 {
     const struct bench_job *j = &r->suite->jobs[job];
     char bs[16], sz[24], mix[32] = "";
+    if (j->tool[0]) { /* a filesystem job: the tool's own title, then the filesystem */
+        render_size(j->fs_size, sz, sizeof(sz));
+        snprintf(buf, len, "%s - File System: %s on %s - Disk Target: %s", j->title, j->fs, sz,
+                 r->model_name[0] ? r->model_name : "member files");
+        return;
+    }
     render_bs(j->bs, bs, sizeof(bs));
     render_size(j->size, sz, sizeof(sz));
     if (j->rwmixread > 0)
@@ -213,7 +219,9 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
     double max = 0.0;
     bool any_hb = false, noisy = false, model = false;
     bench_job_heading(r, job, head, sizeof(head));
-    fprintf(f, "%s\nMB/s > Higher Is Better\n", head);
+    const struct bench_job *bj = &r->suite->jobs[job];
+    fprintf(f, "%s\n%s > %s Is Better\n", head, bj->unit[0] ? bj->unit : "MB/s",
+            bj->lower_better ? "Lower" : "Higher");
     int n = render_rows(r, job, rows);
     for (int i = 0; i < n; i++) {
         if (strlen(rows[i].label) > namew)
@@ -273,12 +281,24 @@ int bench_render_text(const struct bench_report *r, FILE *f)
     for (int c = 0; c < r->nconfigs; c++) {
         for (int j = 0; j < r->suite->njobs; j++) {
             const struct bench_cell *cell = &r->cells[c][j];
-            if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0])
+            if (r->configs[c].skipped || cell->ntrials > 0 || !cell->note[0] || cell->skipped)
                 continue;
             if (first)
                 fputs("\nFailed:\n", f);
             first = false;
             fprintf(f, "  %s %s: %s\n", r->configs[c].name, r->suite->jobs[j].name, cell->note);
+        }
+    }
+    first = true; /* filesystem jobs not run on a configuration, and why */
+    for (int c = 0; c < r->nconfigs; c++) {
+        for (int j = 0; j < r->suite->njobs; j++) {
+            if (r->configs[c].skipped || !r->cells[c][j].skipped)
+                continue;
+            if (first)
+                fputs("\nSkipped jobs:\n", f);
+            first = false;
+            fprintf(f, "  %s %s: %s\n", r->configs[c].name, r->suite->jobs[j].name,
+                    r->cells[c][j].note);
         }
     }
     if (r->interrupted)
@@ -328,6 +348,19 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
     cJSON_AddNumberToObject(o, "runtime_s", bj->runtime);
     cJSON_AddNumberToObject(o, "rwmixread", bj->rwmixread);
     cJSON_AddNumberToObject(o, "warmup_passes", bj->warmup);
+    if (bj->tool[0]) { /* a filesystem job */
+        cJSON_AddStringToObject(o, "kind", "fs");
+        cJSON_AddStringToObject(o, "tool", bj->tool);
+        cJSON_AddStringToObject(o, "fs", bj->fs);
+        cJSON_AddNumberToObject(o, "fs_size", (double)bj->fs_size);
+        cJSON_AddStringToObject(o, "args", bj->args);
+        if (bj->metric[0])
+            cJSON_AddStringToObject(o, "metric", bj->metric);
+    }
+    if (bj->fio_extra[0])
+        cJSON_AddStringToObject(o, "fio_extra", bj->fio_extra);
+    cJSON_AddStringToObject(o, "unit", bj->unit[0] ? bj->unit : "MB/s");
+    cJSON_AddBoolToObject(o, "lower_is_better", bj->lower_better);
     cJSON *seed = cJSON_AddArrayToObject(o, "seed_rows");
     for (int i = 0; i < bj->nseed; i++) {
         cJSON *x = cJSON_CreateObject();
@@ -433,6 +466,7 @@ char *bench_render_json(const struct bench_report *r)
             cJSON_AddStringToObject(x, "config", r->configs[c].name);
             cJSON_AddStringToObject(x, "job", s->jobs[j].name);
             cJSON_AddStringToObject(x, "note", cell->note);
+            cJSON_AddBoolToObject(x, "skipped", cell->skipped);
             cJSON_AddItemToArray(fails, x);
         }
     }

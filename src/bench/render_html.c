@@ -88,8 +88,10 @@ int bench_render_svg(const struct bench_report *r, int job, FILE *f)
     fprintf(f, "<text x=\"12\" y=\"22\" font-size=\"15\" font-weight=\"bold\">");
     render_xml(f, bj->title);
     fprintf(f, " &#8212; %s, iodepth %d</text>\n", bs, bj->iodepth);
-    fprintf(f, "<text x=\"12\" y=\"40\" fill=\"#555\">MB/s, higher is better; mean &#177; standard "
-               "error of the trials");
+    fprintf(f,
+            "<text x=\"12\" y=\"40\" fill=\"#555\">%s, %s is better; mean &#177; standard "
+            "error of the trials",
+            bj->unit[0] ? bj->unit : "MB/s", bj->lower_better ? "lower" : "higher");
     if (r->model_name[0]) {
         fputs(" &#183; model ", f);
         render_xml(f, r->model_name);
@@ -267,11 +269,13 @@ static void html_job(const struct bench_report *r, int j, FILE *f)
     render_xml(f, head);
     fputs("</div>\n<div class=\"chart\">\n", f);
     bench_render_svg(r, j, f);
-    fputs("</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Mean MB/s</th>"
-          "<th>&#177; SE</th><th>RSD %</th><th>Trials</th><th class=\"raw\">Raw trials "
-          "(MB/s)</th>"
-          "<th>Note</th></tr>\n",
-          f);
+    const char *unit = s->jobs[j].unit[0] ? s->jobs[j].unit : "MB/s"; /* filesystem jobs: theirs */
+    fprintf(f,
+            "</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Mean %s</th>"
+            "<th>&#177; SE</th><th>RSD %%</th><th>Trials</th><th class=\"raw\">Raw trials "
+            "(%s)</th>"
+            "<th>Note</th></tr>\n",
+            unit, unit);
     for (int c = 0; c < r->nconfigs; c++) {
         if (!render_has_row(r, c, j))
             continue;

@@ -11,6 +11,7 @@
 
 #include "bench/bench.h"
 #include "bench/risk.h"
+#include "bench/job_fs.h"
 #include "bench/run.h"
 #include "core/util.h"
 #include "raidkit/emul.h"
@@ -21,9 +22,13 @@
 /* Seconds a trial costs beyond ramp + runtime (fio start, connect, JSON), for the ETA. */
 #define RUN_TRIAL_OVERHEAD 0.5
 
-const struct bench_backend *const bench_backends[] = {&bench_backend_raidkit, &bench_backend_noop,
-                                                      &bench_backend_nbdkit,  &bench_backend_btrfs,
-                                                      &bench_backend_cache,   NULL};
+const struct bench_backend *const bench_backends[] = {&bench_backend_raidkit,
+                                                      &bench_backend_noop,
+                                                      &bench_backend_nbdkit,
+                                                      &bench_backend_btrfs,
+                                                      &bench_backend_cache,
+                                                      &bench_backend_plain,
+                                                      NULL};
 
 const struct bench_backend *bench_backend_find(const char *kind)
 {
@@ -86,7 +91,7 @@ static double run_trial_cost(const struct bench_job *j)
 }
 
 /* Add (trials > 0) or drop (trials < 0) planned trials: of job j, or of every job if j is NULL. */
-static void run_eta_plan(struct run_ctx *x, const struct bench_job *j, int trials)
+void run_eta_plan(struct run_ctx *x, const struct bench_job *j, int trials)
 {
     for (int i = 0; i < x->suite.njobs; i++)
         if (!j || j == &x->suite.jobs[i])
@@ -94,8 +99,8 @@ static void run_eta_plan(struct run_ctx *x, const struct bench_job *j, int trial
 }
 
 /* A trial of j has run (planned: it was in the plan, not an extension); the ETA as text. */
-static void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool planned, char *buf,
-                          size_t len)
+void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool planned, char *buf,
+                   size_t len)
 {
     if (planned)
         run_eta_plan(x, j, -1);
@@ -113,8 +118,7 @@ static void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool pla
 /* ---- trials ---- */
 
 /* Whether cell needs another trial: exactly up to stop with extra > 0, else the extension rule. */
-static bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int extra,
-                          int stop)
+bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int extra, int stop)
 {
     if (extra > 0)
         return cell->ntrials < stop;
@@ -123,7 +127,7 @@ static bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell
 }
 
 /* Record one trial of rd + wr MB/s (and the model's figure) in cell. */
-static void run_cell_add(struct bench_cell *cell, double rd, double wr, double model)
+void run_cell_add(struct bench_cell *cell, double rd, double wr, double model)
 {
     int k = cell->ntrials++;
     cell->trials[k] = rd + wr;
@@ -184,6 +188,8 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
     for (int j = 0; j < x->suite.njobs && !run_interrupted; j++) {
         const struct bench_job *job = &x->suite.jobs[j];
         struct bench_cell *cell = &rep->cells[c][j];
+        if (job->tool[0])
+            continue; /* filesystem jobs: fsjob_config, after the raw jobs */
         int stop =
             cell->ntrials + extra < BENCH_MAX_TRIALS ? cell->ntrials + extra : BENCH_MAX_TRIALS;
         if (job->warmup > 0 && extra == 0 && cell->ntrials == 0)
@@ -241,6 +247,10 @@ static void run_one_config(struct run_ctx *x, int c, bool again)
         run_eta_plan(x, NULL, -rep->min_trials);
         return;
     }
+    if (!again && !fsjob_suite_has_raw(&x->suite)) { /* only filesystem jobs */
+        fsjob_config(x, c);
+        return;
+    }
     int r = be->start(x, bc, &t, err, sizeof(err));
     if (r < 0) {
         bc->skipped = true;
@@ -259,6 +269,9 @@ static void run_one_config(struct run_ctx *x, int c, bool again)
     char sock[600];
     run_socket_path(x, sock, sizeof(sock));
     unlink(sock);
+    /* Filesystem jobs on their own device, once the raw volume's members are gone. */
+    if (!again && !run_interrupted && fsjob_suite_has_fs(&x->suite))
+        fsjob_config(x, c);
 }
 
 /* The order of the configurations: the ceiling first, as every other row is judged against it,
@@ -483,6 +496,13 @@ int bench_run(const struct bench_opts *o)
     run_now_iso(rep->finished, sizeof(rep->finished));
     bench_report_finish(rep);
     ret = run_reports(&x) < 0 ? 1 : rep->interrupted ? 130 : 0;
+    if (ret == 0 && rep->fs_check_failures > 0) {
+        fprintf(stderr,
+                "raidkit bench: %d filesystem check(s) failed or an export did not stop "
+                "cleanly (see Failed: in the report)\n",
+                rep->fs_check_failures);
+        ret = 1;
+    }
 out:
     if (handlers)
         run_signals(false);

@@ -31,9 +31,10 @@ struct run_ctx {
 
 /* One configuration while it is up: what fio targets, and the back-end's own state. */
 struct run_target {
-    char uri[600];      /* NBD URI for fio's nbd engine, or "" */
-    char filename[600]; /* file for fio's libaio engine, or "" */
-    void *priv;         /* back-end state: allocated by start, freed by stop */
+    char uri[600];       /* NBD URI for fio's nbd engine, or "" */
+    char filename[600];  /* file for fio's libaio engine, or "" */
+    char directory[600]; /* directory for fio's libaio engine (it names its files), or "" */
+    void *priv;          /* back-end state: allocated by start, freed by stop */
 };
 
 /* Operation counts of an array and its members at one moment (for the model's prediction). */
@@ -70,7 +71,7 @@ struct bench_backend {
 };
 
 extern const struct bench_backend bench_backend_raidkit, bench_backend_noop, bench_backend_nbdkit,
-    bench_backend_btrfs, bench_backend_cache;
+    bench_backend_btrfs, bench_backend_cache, bench_backend_plain;
 /* Every back-end, NULL-terminated. */
 extern const struct bench_backend *const bench_backends[];
 /* The back-end of a configuration kind, or NULL. */
@@ -98,6 +99,20 @@ int bench_cache_serve_argv(const char *rk, const char *name, const char *sock, c
  * under "status"): read_hits, read_misses, write_hits, write_misses (absent keys are 0). Returns
  * 0, or -ENOENT when there is no "cache" object. */
 int bench_cache_parse_status(const char *json, uint64_t c[4]);
+
+/* ---- trial bookkeeping (run.c), shared with the filesystem jobs (job_fs.c) ---- */
+/* Add (trials > 0) or drop (trials < 0) planned trials of job j (every job if j is NULL) to the
+ * ETA. */
+void run_eta_plan(struct run_ctx *x, const struct bench_job *j, int trials);
+/* A trial of j has run (planned: counted in the plan); the ETA as text into buf. */
+void run_eta_trial(struct run_ctx *x, const struct bench_job *j, bool planned, char *buf,
+                   size_t len);
+/* Whether cell needs another trial: exactly up to stop with extra > 0, else the extension rule
+ * (min_trials, RSD above BENCH_RSD_LIMIT, the suite's cap). */
+bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int extra, int stop);
+/* Record one trial of rd + wr (MB/s, or a filesystem job's unit in rd) and the model's figure
+ * (0 = none) in cell. */
+void run_cell_add(struct bench_cell *cell, double rd, double wr, double model);
 
 /* ---- fio (fio.c) ---- */
 /* fio's version ("3.33") into buf; -ENOENT when fio does not run. */

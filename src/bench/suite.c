@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/job_fs.h"
 #include "core/ini.h"
 #include "core/util.h"
 
@@ -52,6 +53,8 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
 {
     uint64_t x;
     if (!strcmp(k, "title")) {
+        if (strlen(v) >= sizeof(j->title))
+            return -EINVAL; /* never cut silently: the title names the study's test */
         snprintf(j->title, sizeof(j->title), "%s", v);
     } else if (!strcmp(k, "rw")) {
         int ok = 0;
@@ -85,8 +88,10 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
         if (!r)
             j->seed[j->nseed - 1].ref_only = true;
         return r;
+    } else if (!strcmp(k, "loops")) {
+        return suite_int(v, 0, 1000, &j->loops);
     } else {
-        return -ENOENT;
+        return fsjob_suite_key(j, k, v); /* filesystem job keys (job_fs_suite.c), or -ENOENT */
     }
     return 0;
 }
@@ -194,6 +199,9 @@ int bench_suite_parse(const char *path, struct bench_suite *s, char *err, size_t
             rk_set_err(err, errlen, "%s: job '%s': size smaller than bs", path, j->name);
             return -EINVAL;
         }
+        int fr = fsjob_suite_check(path, j, err, errlen);
+        if (fr < 0)
+            return fr;
     }
     return 0;
 }
@@ -243,7 +251,7 @@ uint64_t bench_suite_max_size(const struct bench_suite *s)
 {
     uint64_t m = 0;
     for (int i = 0; i < s->njobs; i++)
-        if (s->jobs[i].size > m)
+        if (!s->jobs[i].tool[0] && s->jobs[i].size > m)
             m = s->jobs[i].size;
     return m;
 }

@@ -1,0 +1,329 @@
+/* The block device under a filesystem job: a raidkit volume exported by `raidkit fuse` (a child
+ * process, the same binary) with a loop device over the exported file; a loop device over one
+ * plain file ("plain"); or loop devices under kernel btrfs RAID ("btrfs-PROFILE"). Then mkfs,
+ * mount, unmount and the read-only check of the filesystem. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/job_fs.h"
+#include "bench/run.h"
+#include "core/util.h"
+#include "raidkit/raid.h"
+
+/* Bytes of every raidkit member beyond the filesystem's size: superblock, reserved area. */
+#define FSDEV_MEMBER_SLACK (64ull << 20)
+/* Bytes overwritten by the RAIDKIT_BENCH_FS_CORRUPT debug hook: every superblock of ext4 (1 KiB),
+ * xfs (0) and btrfs (64 KiB) lies in them. */
+#define FSDEV_CORRUPT_BYTES (128u << 10)
+
+bool fsdev_supported(const char *kind)
+{
+    return !strcmp(kind, "raidkit") || !strcmp(kind, "plain") || !strcmp(kind, "btrfs");
+}
+
+/* The last non-empty line of text (in place), for one-line messages. */
+static const char *fsdev_last_line(char *text)
+{
+    run_chomp(text);
+    char *nl = strrchr(text, '\n');
+    return nl ? nl + 1 : text;
+}
+
+/* Run argv; on failure a message "WHAT: last line of its output" in err and -EIO. */
+static int fsdev_run(char *const argv[], const char *what, char *err, size_t errlen)
+{
+    char out[4096];
+    int r = run_cmd(argv, out, sizeof(out), true);
+    if (r == 0)
+        return 0;
+    rk_set_err(err, errlen, "%s failed (status %d): %s", what, r, fsdev_last_line(out));
+    return -EIO;
+}
+
+/* losetup a loop device over file (size bytes from its start) into d->loops. */
+static int fsdev_loop(struct fsdev *d, const char *file, uint64_t size, char *err, size_t errlen)
+{
+    char out[256], lim[32];
+    snprintf(lim, sizeof(lim), "%" PRIu64, size);
+    char *argv[] = {"losetup", "--direct-io=on", "--sizelimit", lim,
+                    "-f",      "--show",         (char *)file,  NULL};
+    int r = run_cmd(argv, out, sizeof(out), false);
+    run_chomp(out);
+    if (r != 0 || strncmp(out, "/dev/", 5)) {
+        rk_set_err(err, errlen, "losetup %s failed (status %d)", file, r);
+        return -EIO;
+    }
+    snprintf(d->loops[d->nloops++], sizeof(d->loops[0]), "%.63s", out);
+    return 0;
+}
+
+/* Start `raidkit fuse EXPDIR [--emulate MODEL] MEMBERS` and wait for EXPDIR/volume. */
+static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err, size_t errlen)
+{
+    char rk[600];
+    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
+    if (n <= 0) {
+        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
+        return -ENOENT;
+    }
+    rk[n] = '\0';
+    char *argv[8 + FSDEV_MAX] = {rk, "fuse", d->expdir};
+    int k = 3;
+    if (x->o->model) {
+        argv[k++] = "--emulate";
+        argv[k++] = (char *)x->o->model;
+    }
+    for (int i = 0; i < members; i++)
+        argv[k++] = d->files[i];
+    argv[k] = NULL;
+    snprintf(d->fuse_log, sizeof(d->fuse_log), "%.580s/fuse.log", x->work);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid == 0) {
+        int dn = open("/dev/null", O_RDWR),
+            lf = open(d->fuse_log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(dn, 0);
+        dup2(dn, 1);
+        dup2(lf >= 0 ? lf : dn, 2);
+        execv(rk, argv);
+        _exit(127);
+    }
+    d->fuse = pid;
+    char vol[700];
+    snprintf(vol, sizeof(vol), "%s/volume", d->expdir);
+    for (int i = 0; i < 1000; i++) { /* 10 s */
+        struct stat st;
+        if (stat(vol, &st) == 0 && st.st_size > 0)
+            return 0;
+        if (waitpid(pid, NULL, WNOHANG) == pid) {
+            d->fuse = 0;
+            char *log = fsjob_slurp(d->fuse_log);
+            rk_set_err(err, errlen, "raidkit fuse exited at start: %s",
+                       log ? fsdev_last_line(log) : "");
+            free(log);
+            return -EIO;
+        }
+        usleep(10000);
+    }
+    rk_set_err(err, errlen, "raidkit fuse did not export %s in 10 s", vol);
+    return -ETIMEDOUT;
+}
+
+/* raidkit: members, `raidkit create`, `raidkit fuse`, a loop device over the export. */
+static int fsdev_up_raidkit(struct run_ctx *x, const struct bench_config *bc, uint64_t size,
+                            struct fsdev *d, char *err, size_t errlen)
+{
+    char rk[600], lvl[32];
+    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
+    if (n <= 0 || bc->members > FSDEV_MAX) {
+        rk_set_err(err, errlen, n <= 0 ? "cannot find the raidkit binary" : "too many members");
+        return -EINVAL;
+    }
+    rk[n] = '\0';
+    snprintf(lvl, sizeof(lvl), "%s", rk_level_name(bc->level));
+    char *argv[10 + FSDEV_MAX] = {rk, "create", "--level", lvl, "--force", "--name", "benchfs"};
+    int k = 7;
+    for (int i = 0; i < bc->members; i++) {
+        snprintf(d->files[i], sizeof(d->files[0]), "%.560s/fs-%s-m%d.img", x->work, bc->name, i);
+        d->nfiles = i + 1;
+        int r = run_fill_file(d->files[i], size + FSDEV_MEMBER_SLACK, err, errlen);
+        if (r < 0)
+            return r;
+        argv[k++] = d->files[i];
+    }
+    /* The members are written with zeros in full (no first-touch cost while measuring): they
+     * agree already, and --assume-clean keeps create from punching them back into holes. */
+    if (bc->level == RK_LEVEL_RAID1 || bc->level == RK_LEVEL_RAID10 ||
+        bc->level == RK_LEVEL_RAID5 || bc->level == RK_LEVEL_RAID6)
+        argv[k++] = "--assume-clean";
+    argv[k] = NULL;
+    int r = fsdev_run(argv, "raidkit create", err, errlen);
+    if (r < 0)
+        return r;
+    snprintf(d->expdir, sizeof(d->expdir), "%.580s/fs-export", x->work);
+    if (mkdir(d->expdir, 0755) < 0) {
+        rk_set_err(err, errlen, "%s: %s", d->expdir, strerror(errno));
+        d->expdir[0] = '\0';
+        return -EIO;
+    }
+    r = fsdev_fuse(x, d, bc->members, err, errlen);
+    if (r < 0)
+        return r;
+    char vol[700];
+    snprintf(vol, sizeof(vol), "%s/volume", d->expdir);
+    return fsdev_loop(d, vol, size, err, errlen);
+}
+
+int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, struct fsdev *d,
+             char *err, size_t errlen)
+{
+    memset(d, 0, sizeof(*d));
+    snprintf(d->kind, sizeof(d->kind), "%s", bc->kind);
+    /* The mount point is a private directory of its own in /tmp, not in the work directory: a
+     * tool that drops root (PostgreSQL as postgres) must reach it, and the work directory's
+     * parents (--dir) may not let it through. */
+    snprintf(d->mnt, sizeof(d->mnt), "/tmp/raidkit-bench-fs.XXXXXX");
+    if (!mkdtemp(d->mnt) || chmod(d->mnt, 0755) < 0) {
+        rk_set_err(err, errlen, "%s: %s", d->mnt, strerror(errno));
+        d->mnt[0] = '\0';
+        return -EIO;
+    }
+    if (!strcmp(bc->kind, "raidkit"))
+        return fsdev_up_raidkit(x, bc, size, d, err, errlen);
+    int files = 1;
+    if (!strcmp(bc->kind, "btrfs")) {
+        snprintf(d->btrfs_profile, sizeof(d->btrfs_profile), "%s", bc->name + 6);
+        files = bc->members;
+    }
+    for (int i = 0; i < files && i < FSDEV_MAX; i++) {
+        snprintf(d->files[i], sizeof(d->files[0]), "%.560s/fs-%s-m%d.img", x->work, bc->name, i);
+        d->nfiles = i + 1;
+        int r = run_fill_file(d->files[i], size, err, errlen);
+        if (r < 0)
+            return r;
+        r = fsdev_loop(d, d->files[i], size, err, errlen);
+        if (r < 0)
+            return r;
+    }
+    return 0;
+}
+
+int fsdev_mkfs_mount(struct fsdev *d, const char *fs, uint64_t size, char *err, size_t errlen)
+{
+    char *argv[14 + FSDEV_MAX], sz[48];
+    int k = 0;
+    if (d->btrfs_profile[0])
+        fs = "btrfs";
+    snprintf(d->fs, sizeof(d->fs), "%s", fs);
+    if (!strcmp(fs, "ext4")) {
+        /* Inode tables and journal written now, not by a kernel thread during the tool. */
+        char *a[] = {"mkfs.ext4", "-q", "-F", "-E",
+                     "lazy_itable_init=0,lazy_journal_init=0,nodiscard"};
+        memcpy(argv, a, sizeof(a));
+        k = 5;
+        snprintf(sz, sizeof(sz), "%" PRIu64 "k",
+                 size >> 10); /* mke2fs's fs-size, after the device */
+    } else if (!strcmp(fs, "xfs")) {
+        snprintf(sz, sizeof(sz), "size=%" PRIu64, size);
+        char *a[] = {"mkfs.xfs", "-q", "-f", "-K", "-d", sz};
+        memcpy(argv, a, sizeof(a));
+        k = 6;
+    } else {
+        snprintf(sz, sizeof(sz), "%" PRIu64, size);
+        const char *p = d->btrfs_profile[0] ? d->btrfs_profile : "single";
+        /* Metadata profile raid5/6 is discouraged; data carries the profile under test. */
+        const char *m = !strcmp(p, "raid5") || !strcmp(p, "raid6") ? "raid1" : p;
+        char *a[] = {"mkfs.btrfs", "-q", "-f", "-K", "-b", sz, "-d", (char *)p, "-m", (char *)m};
+        memcpy(argv, a, sizeof(a));
+        k = 10;
+    }
+    for (int i = 0; i < d->nloops && (i == 0 || d->btrfs_profile[0]); i++)
+        argv[k++] = d->loops[i];
+    if (!strcmp(fs, "ext4"))
+        argv[k++] = sz;
+    argv[k] = NULL;
+    char what[32];
+    snprintf(what, sizeof(what), "mkfs.%s", fs);
+    int r = fsdev_run(argv, what, err, errlen);
+    if (r < 0)
+        return r;
+    char *mnt[] = {"mount", d->loops[0], d->mnt, NULL};
+    r = fsdev_run(mnt, "mount", err, errlen);
+    if (r == 0)
+        d->mounted = true;
+    return r;
+}
+
+/* The debug hook RAIDKIT_BENCH_FS_CORRUPT: overwrite the start of the device (through the loop
+ * device, so through the volume), as a benchmark that corrupts its filesystem would. */
+static void fsdev_corrupt(const struct fsdev *d)
+{
+    static unsigned char junk[FSDEV_CORRUPT_BYTES];
+    memset(junk, 0xa5, sizeof(junk));
+    int fd = open(d->loops[0], O_WRONLY);
+    if (fd < 0)
+        return;
+    if (pwrite(fd, junk, sizeof(junk), 0) != (ssize_t)sizeof(junk))
+        rk_warn("bench: RAIDKIT_BENCH_FS_CORRUPT: write to %s failed", d->loops[0]);
+    fsync(fd);
+    close(fd);
+    fprintf(stderr, "[bench] RAIDKIT_BENCH_FS_CORRUPT: overwrote %u KiB of %s before the check\n",
+            FSDEV_CORRUPT_BYTES >> 10, d->loops[0]);
+}
+
+int fsdev_umount_check(struct fsdev *d, char *err, size_t errlen)
+{
+    if (d->mounted) {
+        char *um[] = {"umount", d->mnt, NULL};
+        int r = fsdev_run(um, "umount", err, errlen);
+        if (r < 0)
+            return r;
+        d->mounted = false;
+    }
+    const char *env = getenv("RAIDKIT_BENCH_FS_CORRUPT");
+    if (env && env[0])
+        fsdev_corrupt(d);
+    char *ext4[] = {"e2fsck", "-fn", d->loops[0], NULL};
+    char *xfs[] = {"xfs_repair", "-n", d->loops[0], NULL};
+    char *btrfs[] = {"btrfs", "check", "--readonly", d->loops[0], NULL};
+    char **argv = !strcmp(d->fs, "ext4") ? ext4 : !strcmp(d->fs, "xfs") ? xfs : btrfs;
+    char out[8192];
+    int r = run_cmd(argv, out, sizeof(out), true);
+    if (r == 0)
+        return 0;
+    rk_set_err(err, errlen, "filesystem check failed: %s %s exit %d: %s", argv[0], argv[1], r,
+               fsdev_last_line(out));
+    return -EUCLEAN;
+}
+
+int fsdev_down(struct fsdev *d, char *err, size_t errlen)
+{
+    int ret = 0;
+    if (d->mounted) {
+        char *um[] = {"umount", d->mnt, NULL};
+        if (run_cmd(um, NULL, 0, false) != 0) {
+            char *lz[] = {"umount", "-l", d->mnt, NULL};
+            run_cmd(lz, NULL, 0, false);
+        }
+        d->mounted = false;
+    }
+    if (d->mnt[0])
+        rmdir(d->mnt);
+    for (int i = d->nloops - 1; i >= 0; i--) {
+        char *argv[] = {"losetup", "-d", d->loops[i], NULL};
+        run_cmd(argv, NULL, 0, false);
+    }
+    d->nloops = 0;
+    if (d->fuse > 0) {
+        /* The loop device is detached: SIGTERM stops the export cleanly (flushed, marked clean). */
+        kill(d->fuse, SIGTERM);
+        int st = 0;
+        while (waitpid(d->fuse, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            char *log = fsjob_slurp(d->fuse_log);
+            rk_set_err(err, errlen, "raidkit fuse did not stop cleanly (status %d): %s",
+                       WIFEXITED(st) ? WEXITSTATUS(st) : -1, log ? fsdev_last_line(log) : "");
+            free(log);
+            ret = -EIO;
+        }
+        d->fuse = 0;
+    }
+    if (d->expdir[0])
+        rmdir(d->expdir);
+    if (d->fuse_log[0])
+        unlink(d->fuse_log);
+    for (int i = 0; i < d->nfiles; i++)
+        unlink(d->files[i]);
+    d->nfiles = 0;
+    return ret;
+}

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# raidkit bench filesystem job 'bonnie' (bench/suites/tiny-fs.ini) on a raidkit volume through
+# raidkit fuse + a loop device: ext4 made, the tool run and parsed, unmounted, e2fsck -fn clean.
+. "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/bench_fs_lib.sh"
+bench_fs_setup bonnie++
+bench_fs_job bonnie 'K/s'
+echo "PASS: bench_fs_bonnie ($(grep '^Single Disk' "$T/stdout"))"
