@@ -325,7 +325,8 @@ static void test_host_bound_and_stats(void **state)
     bench_render_csv(r, m);
     fclose(m);
     assert_non_null(strstr(buf, "randread,Random Read,randread,4096,4,raid0,RAID 0 (4),3,950.000,"
-                                "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound\n"));
+                                "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound,,"
+                               "host-bound; this host's limit, not the layout's,,,,,no,,\n"));
     free(buf);
     free(r->model_json);
     free(r);
