@@ -108,6 +108,8 @@ void render_json_row_extra(cJSON *x, const struct bench_report *r, int c, int j)
     cJSON_AddStringToObject(x, "host_bound_words", render_hb_words(cell));
     cJSON_AddBoolToObject(x, "noisy", render_noisy(cell));
     cJSON_AddStringToObject(x, "mapping", render_mapping_short(r, c));
+    char why[300];
+    cJSON_AddStringToObject(x, "mapping_reason", render_mapping(r, c, why, sizeof(why)));
     render_json_num(x, "p50_us", cell->p50_us, cell->p50_us > 0);
     render_json_num(x, "p99_us", cell->p99_us, cell->p99_us > 0);
 }
