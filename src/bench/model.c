@@ -24,9 +24,9 @@ static const struct bench_backend *model_backend(const struct bench_config *c)
 /*
  * MB/s the SSD model allows for the I/O between a and b: each member needs, for its share of the
  * operations, the longer of its rate gate (reads and writes share it: the read time plus the
- * write time, each the longer of ops/iops and bytes/bw) and its channels (latency + transfer over parallelism); the busiest member sets the time the
- * array's bytes take. Counts, not clocks: a busy host does not change the figure. 0 = unknown
- * (no model, HDD, no I/O).
+ * write time, each the longer of ops/iops and bytes/bw) and its channels (latency + transfer over
+ * parallelism); the busiest member sets the time the array's bytes take. Counts, not clocks: a busy
+ * host does not change the figure. 0 = unknown (no model, HDD, no I/O).
  */
 double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
                      const struct run_counts *b)

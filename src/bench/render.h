@@ -42,7 +42,8 @@ const char *render_mapping_short(const struct bench_report *r, int c);
 
 /* The shared columns of a JSON result object x for cell (c, j): seed_mbs, seed_ratio,
  * model_seed_ratio (null without a seed row), headline_mbs, headline ("model"/"measured"),
- * host_bound_words, noisy, mapping, mapping_reason (the sentence, "" if none), p50_us, p99_us (null when unknown). */
+ * host_bound_words, noisy, mapping, mapping_reason (the sentence, "" if none), p50_us, p99_us (null
+ * when unknown). */
 struct cJSON;
 void render_json_row_extra(struct cJSON *x, const struct bench_report *r, int c, int j);
 /* The CSV columns appended after "note" for cell (c, j), each preceded by a comma: model_mbs,
