@@ -107,6 +107,10 @@ struct bench_cell {
     bool skipped;    /* not run on this configuration (a filesystem job without root or its
                         tool, or on a configuration without a filesystem path): note says why */
     bool host_bound; /* below 90% of model_mbs, or within 10% of the noop ceiling */
+    /* fio's completion latency percentiles (clat p50, p99) in microseconds, mean over the
+     * trials of the direction with more I/O; 0 = not known (filesystem tools); lat_n trials. */
+    double p50_us, p99_us;
+    int lat_n;
     char note[160];
     /* Cache configurations: hits and misses during the trials (from `status --json` "cache",
      * summed over the trials); has_cache = known. */
@@ -180,6 +184,9 @@ char *bench_render_json(const struct bench_report *r);
 int bench_render_csv(const struct bench_report *r, FILE *f);
 int bench_render_svg(const struct bench_report *r, int job, FILE *f);
 int bench_render_html(const struct bench_report *r, FILE *f);
+/* The fio command line of raw job j as the runner builds it (fio.c), with the NBD socket as
+ * WORK/nbd.sock (nbd) or the file as FILE, into buf (len bytes, cut when short). */
+void bench_fio_cmdline(const struct bench_job *j, bool nbd, char *buf, size_t len);
 /* Title of a job's table: "fio 3.33 Type: Random Read - ... - Result: MB/s". */
 void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t len);
 

@@ -79,6 +79,35 @@ static void fio_args(struct fio_args *fa, const struct bench_job *j, const struc
     fa->argv[n + 1] = NULL;
 }
 
+void bench_fio_cmdline(const struct bench_job *j, bool nbd, char *buf, size_t len)
+{
+    struct fio_args fa;
+    struct run_target t;
+    memset(&t, 0, sizeof(t));
+    if (nbd)
+        snprintf(t.uri, sizeof(t.uri), "nbd+unix:///?socket=WORK/nbd.sock");
+    else
+        snprintf(t.filename, sizeof(t.filename), "FILE");
+    fio_args(&fa, j, &t, "fio.json");
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; fa.argv[i] && o + 1 < len; i++) {
+        int k = snprintf(buf + o, len - o, "%s%s", i ? " " : "", fa.argv[i]);
+        if (k < 0)
+            break;
+        o += (size_t)k;
+    }
+}
+
+/* fio's clat percentile P ("50.000000") of direction d in microseconds; 0 when absent. */
+static double fio_pct(const cJSON *d, const char *p)
+{
+    const cJSON *pc = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(d, "clat_ns"), "percentile");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(pc, p);
+    return cJSON_IsNumber(v) ? v->valuedouble / 1000.0 : 0;
+}
+
 /* Run fio with argv (stderr to errfile) as run_child. Returns 0, -EINTR or -errno/-EIO. */
 static int fio_child(char *const argv[], const char *errfile, char *err, size_t errlen)
 {
@@ -125,8 +154,10 @@ static int fio_child(char *const argv[], const char *errfile, char *err, size_t 
     return 0;
 }
 
-/* Read fio's JSON output file: MB/s of reads and writes of its first job. */
-static int fio_result(const char *outfile, double *rd, double *wr, char *err, size_t errlen)
+/* Read fio's JSON output file: MB/s of reads and writes of its first job, and the clat p50/p99
+ * (microseconds) of the direction with more bytes into lat[2] (0 when fio gave none). */
+static int fio_result(const char *outfile, double *rd, double *wr, double lat[2], char *err,
+                      size_t errlen)
 {
     FILE *f = fopen(outfile, "r");
     if (!f) {
@@ -164,6 +195,10 @@ static int fio_result(const char *outfile, double *rd, double *wr, char *err, si
     } else {
         *rd = rb->valuedouble / 1e6;
         *wr = wb->valuedouble / 1e6;
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(
+            job0, rb->valuedouble >= wb->valuedouble ? "read" : "write");
+        lat[0] = fio_pct(d, "50.000000");
+        lat[1] = fio_pct(d, "99.000000");
     }
     cJSON_Delete(root);
     return r;
@@ -179,5 +214,6 @@ int run_fio(struct run_ctx *x, const struct bench_job *j, const struct run_targe
     fio_args(&fa, j, t, outfile);
     unlink(outfile);
     int r = fio_child(fa.argv, errfile, err, errlen);
-    return r < 0 ? r : fio_result(outfile, rd, wr, err, errlen);
+    x->lat[0] = x->lat[1] = 0;
+    return r < 0 ? r : fio_result(outfile, rd, wr, x->lat, err, errlen);
 }

@@ -23,10 +23,10 @@ static const struct bench_backend *model_backend(const struct bench_config *c)
 
 /*
  * MB/s the SSD model allows for the I/O between a and b: each member needs, for its share of the
- * operations, the longer of its read gate, its write gate (1/iops or bytes/bw per request) and
- * its channels (latency + transfer over parallelism); the busiest member sets the time the
- * array's bytes take. Counts, not clocks: a busy host does not change the figure. 0 = unknown
- * (no model, HDD, no I/O).
+ * operations, the longer of its rate gate (reads and writes share it: the read time plus the
+ * write time, each the longer of ops/iops and bytes/bw) and its channels (latency + transfer over
+ * parallelism); the busiest member sets the time the array's bytes take. Counts, not clocks: a busy
+ * host does not change the figure. 0 = unknown (no model, HDD, no I/O).
  */
 double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
                      const struct run_counts *b)
@@ -43,7 +43,7 @@ double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
         double tc = (r * p->read_latency_us * 1e-6 + rb / (double)p->read_bw +
                      w * p->write_latency_us * 1e-6 + wb / (double)p->write_bw) /
                     p->parallelism;
-        worst = fmax(worst, fmax(tr, fmax(tw, tc)));
+        worst = fmax(worst, fmax(tr + tw, tc)); /* reads and writes share one budget */
     }
     return worst > 0 ? (double)(b->bytes - a->bytes) / worst / 1e6 : 0;
 }

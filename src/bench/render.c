@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 #include "bench/render.h"
 #include "core/util.h"
+#include "raidkit/raid.h"
 
 bool render_has_row(const struct bench_report *r, int c, int job)
 {
@@ -77,14 +78,6 @@ struct render_row {
     double seed;                   /* the seed row of the same label, MB/s; 0 = none */
 };
 
-/* A seed label names a configuration label: equal, or equal up to the member count suffix
- * (" (4)") that raidkit's labels carry ("RAID 1" names "RAID 1 (4)"). */
-static bool render_same_label(const char *seed, const char *config)
-{
-    size_t n = strlen(seed);
-    return !strncmp(seed, config, n) && (!config[n] || !strncmp(config + n, " (", 2));
-}
-
 /* The rows of job's table: measured configurations, then the suite's seed rows. Returns n. */
 static int render_rows(const struct bench_report *r, int job, struct render_row *rows)
 {
@@ -96,10 +89,7 @@ static int render_rows(const struct bench_report *r, int job, struct render_row 
         snprintf(rows[n].label, sizeof(rows[n].label), "%s", r->configs[c].label);
         rows[n].mean = cell->mean;
         rows[n].cell = cell;
-        rows[n].seed = 0;
-        for (int i = 0; i < r->suite->jobs[job].nseed; i++)
-            if (render_same_label(r->suite->jobs[job].seed[i].label, r->configs[c].label))
-                rows[n].seed = r->suite->jobs[job].seed[i].mbs;
+        rows[n].seed = render_seed_mbs(r, c, job);
         rows[n++].host_bound = cell->host_bound;
     }
     const struct bench_job *bj = &r->suite->jobs[job];
@@ -157,7 +147,7 @@ static void render_text_extra(const struct render_row *row, FILE *f, bool *noisy
     }
     if (row->seed > 0)
         fprintf(f, "  [seed %.2f, x%.2f]", row->seed, row->mean / row->seed);
-    if (cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT)
+    if (render_noisy(cell))
         *noisy = true; /* named under the table: the bar line stays as the seed's */
 }
 
@@ -170,7 +160,7 @@ static void render_text_noisy(const struct render_row *rows, int n, FILE *f)
             BENCH_RSD_LIMIT);
     for (int i = 0; i < n; i++) {
         const struct bench_cell *cell = rows[i].cell;
-        if (cell && cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT)
+        if (cell && render_noisy(cell))
             fprintf(f, " %s %.1f%% (%d trials);", rows[i].label, cell->rsd, cell->ntrials);
     }
     fputc('\n', f);
@@ -180,22 +170,10 @@ static void render_text_noisy(const struct render_row *rows, int n, FILE *f)
  * btrfs profiles), once per configuration shown. */
 static void render_text_mapping(const struct bench_report *r, int job, FILE *f)
 {
-    for (int c = 0; c < r->nconfigs; c++) {
-        const struct bench_config *bc = &r->configs[c];
-        if (!render_has_row(r, c, job) || strcmp(bc->kind, "raidkit"))
-            continue;
-        if (!strcmp(bc->name, "raid1") && bc->members > 2)
-            fprintf(f,
-                    "%s: a %d-way mirror (every member holds a copy); btrfs RAID-1 keeps 2 "
-                    "copies over the disks, which raid10 matches here.\n",
-                    bc->label, bc->members);
-        else if (!strcmp(bc->name, "linear") && bc->members > 1)
-            fprintf(f,
-                    "%s: concatenation, a test region smaller than one member sits on one "
-                    "member; the seed's \"4 Disks, Non-RAID\" (btrfs single) spreads a file "
-                    "over all disks, which raid0 matches here.\n",
-                    bc->label);
-    }
+    char buf[300];
+    for (int c = 0; c < r->nconfigs; c++)
+        if (render_has_row(r, c, job) && render_mapping(r, c, buf, sizeof(buf))[0])
+            fprintf(f, "%s\n", buf);
 }
 
 /* Footer lines explaining the marks used in the table. */
@@ -359,6 +337,11 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
     }
     if (bj->fio_extra[0])
         cJSON_AddStringToObject(o, "fio_extra", bj->fio_extra);
+    if (!bj->tool[0] || !strcmp(bj->tool, "fio")) {
+        char cmd[1024];
+        bench_fio_cmdline(bj, !bj->tool[0], cmd, sizeof(cmd));
+        cJSON_AddStringToObject(o, "fio_command", cmd);
+    }
     cJSON_AddStringToObject(o, "unit", bj->unit[0] ? bj->unit : "MB/s");
     cJSON_AddBoolToObject(o, "lower_is_better", bj->lower_better);
     cJSON *seed = cJSON_AddArrayToObject(o, "seed_rows");
@@ -386,6 +369,7 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
         if (cell->model_mbs > 0)
             cJSON_AddNumberToObject(x, "model_mbs", round(cell->model_mbs * 1000.0) / 1000.0);
         cJSON_AddBoolToObject(x, "host_bound", cell->host_bound);
+        render_json_row_extra(x, r, c, j);
         if (cell->has_cache)
             render_json_cache(x, cell);
         cJSON_AddStringToObject(
@@ -437,6 +421,9 @@ char *bench_render_json(const struct bench_report *r)
         cJSON_AddStringToObject(o, "label", bc->label);
         cJSON_AddStringToObject(o, "kind", bc->kind);
         cJSON_AddNumberToObject(o, "members", bc->members);
+        if (!strcmp(bc->kind, "raidkit")) /* backend_raidkit.c creates with the default */
+            cJSON_AddNumberToObject(o, "chunk_bytes", RK_CHUNK_DEFAULT);
+        cJSON_AddStringToObject(o, "member_profile", r->model_name[0] ? r->model_name : "files");
         cJSON_AddBoolToObject(o, "skipped", bc->skipped);
         cJSON_AddStringToObject(o, "note", bc->note);
         if (bc->has_risk) { /* render_risk.c; infinite MTTDL as null */
@@ -495,7 +482,8 @@ int bench_render_csv(const struct bench_report *r, FILE *f)
 {
     fputs(
         "suite,job,title,rw,bs,iodepth,config,label,trials,mean_mbs,stderr_mbs,stddev_mbs,rsd_pct,"
-        "host_bound,raw_trials_mbs,note\n",
+        "host_bound,raw_trials_mbs,note,model_mbs,host_bound_words,seed_mbs,seed_ratio,p50_us,"
+        "p99_us,noisy,mttdl_hours,p_loss_rebuild\n",
         f);
     for (int j = 0; j < r->suite->njobs; j++) {
         const struct bench_job *bj = &r->suite->jobs[j];
@@ -518,6 +506,7 @@ int bench_render_csv(const struct bench_report *r, FILE *f)
                 fprintf(f, "%s%.3f", t ? " " : "", cell->trials[t]);
             fputc(',', f);
             render_csv_field(f, render_cell_note(r, c, j));
+            render_csv_row_extra(f, r, c, j);
             fputc('\n', f);
         }
     }

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "bench/bench.h"
 
@@ -21,5 +22,33 @@ bool render_has_row(const struct bench_report *r, int c, int job);
 /* What to say about cell (c, j): its own note (a failure), "host-bound", or its configuration's
  * note. The text lives in r. */
 const char *render_cell_note(const struct bench_report *r, int c, int j);
+
+/* The seed's figure (MB/s) for configuration c in job's table: the seed row whose label names
+ * the configuration's label (equal, or up to raidkit's " (N)" member suffix); 0 = none. */
+double render_seed_mbs(const struct bench_report *r, int c, int job);
+/* The cell's RSD stayed above BENCH_RSD_LIMIT percent (at least 2 trials): marked noisy. */
+bool render_noisy(const struct bench_cell *cell);
+/* A host-bound cell with a prediction: the model's figure is the row's headline. */
+bool render_model_headline(const struct bench_cell *cell);
+/* The row's headline figure: model_mbs when render_model_headline, else the measured mean. */
+double render_headline(const struct bench_cell *cell);
+/* The host-bound mark in words ("" when the cell is not host-bound); static text. */
+const char *render_hb_words(const struct bench_cell *cell);
+/* Why configuration c differs from the study it is compared with, as one sentence into buf
+ * (len bytes; "" when it matches or is not a raidkit array). Returns buf. */
+const char *render_mapping(const struct bench_report *r, int c, char *buf, size_t len);
+/* The per-row mapping statement: "as the study", "differs: ..." or "comparison"; static text. */
+const char *render_mapping_short(const struct bench_report *r, int c);
+
+/* The shared columns of a JSON result object x for cell (c, j): seed_mbs, seed_ratio,
+ * model_seed_ratio (null without a seed row), headline_mbs, headline ("model"/"measured"),
+ * host_bound_words, noisy, mapping, mapping_reason (the sentence, "" if none), p50_us, p99_us (null
+ * when unknown). */
+struct cJSON;
+void render_json_row_extra(struct cJSON *x, const struct bench_report *r, int c, int j);
+/* The CSV columns appended after "note" for cell (c, j), each preceded by a comma: model_mbs,
+ * host_bound_words, seed_mbs, seed_ratio, p50_us, p99_us, noisy, mttdl_hours ("inf" when
+ * infinite), p_loss_rebuild; empty fields when not known. */
+void render_csv_row_extra(FILE *f, const struct bench_report *r, int c, int j);
 
 #endif

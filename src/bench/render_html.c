@@ -57,22 +57,44 @@ static const char *render_color(const struct bench_config *c, bool host_bound)
     return "#e08a2c"; /* comparison rows: nbdkit, btrfs */
 }
 
+/* Jobs of one workload family (same tool, unit and block size: the 16KB random pair, the 1MB
+ * sequential pair) share one chart scale. */
+static bool render_same_family(const struct bench_job *a, const struct bench_job *b)
+{
+    return !strcmp(a->tool, b->tool) && !strcmp(a->unit, b->unit) && a->bs == b->bs;
+}
+
+/* The largest mean + SE (and model prediction) over the jobs of job's family. */
+static double render_family_max(const struct bench_report *r, int job)
+{
+    double max = 0.0;
+    for (int j = 0; j < r->suite->njobs; j++) {
+        if (!render_same_family(&r->suite->jobs[j], &r->suite->jobs[job]))
+            continue;
+        for (int c = 0; c < r->nconfigs; c++) {
+            if (!render_has_row(r, c, j))
+                continue;
+            const struct bench_cell *cell = &r->cells[c][j];
+            double top = cell->mean + cell->se;
+            if (top > max)
+                max = top;
+            if (cell->model_mbs > max)
+                max = cell->model_mbs;
+        }
+    }
+    return max;
+}
+
 int bench_render_svg(const struct bench_report *r, int job, FILE *f)
 {
     const struct bench_job *bj = &r->suite->jobs[job];
     int rows = 0;
-    double max = 0.0;
-    for (int c = 0; c < r->nconfigs; c++) {
-        if (!render_has_row(r, c, job))
-            continue;
-        rows++;
-        double top = r->cells[c][job].mean + r->cells[c][job].se;
-        if (top > max)
-            max = top;
-    }
+    for (int c = 0; c < r->nconfigs; c++)
+        rows += render_has_row(r, c, job);
+    double max = render_family_max(r, job);
     const int W = 760, left = 150, right = 120, top = 56, rowh = 30, barh = 18;
     const int plotw = W - left - right;
-    const int H = top + rows * rowh + 44;
+    const int H = top + rows * rowh + 62;
     double amax = render_axis_max(max);
     fprintf(f,
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
@@ -105,6 +127,16 @@ int bench_render_svg(const struct bench_report *r, int job, FILE *f)
                 "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#666\">%g</text>\n",
                 x, top - 4, x, top + rows * rowh, x, top + rows * rowh + 16, amax * g / 5.0);
     }
+    /* Axis titles: the measured unit under the axis, the rows along the left. */
+    fprintf(f,
+            "<text class=\"axis-title\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" "
+            "fill=\"#444\">%s (shared scale of the %s jobs)</text>\n",
+            left + plotw / 2.0, top + rows * rowh + 34, bj->unit[0] ? bj->unit : "MB/s",
+            bj->tool[0] ? bj->tool : "same block size");
+    fprintf(f,
+            "<text class=\"axis-title\" x=\"14\" y=\"%.1f\" text-anchor=\"middle\" "
+            "fill=\"#444\" transform=\"rotate(-90 14 %.1f)\">Configuration</text>\n",
+            top + rows * rowh / 2.0, top + rows * rowh / 2.0);
     int row = 0;
     for (int c = 0; c < r->nconfigs; c++) {
         if (!render_has_row(r, c, job))
@@ -128,8 +160,15 @@ int bench_render_svg(const struct bench_report *r, int job, FILE *f)
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/></g>\n",
                 elo, y + barh / 2.0, ehi, y + barh / 2.0, elo, y + 4.0, elo, y + barh - 4.0, ehi,
                 y + 4.0, ehi, y + barh - 4.0);
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.2f &#177; %.2f%s</text>\n", ehi + 6, y + barh - 4,
-                cell->mean, cell->se, cell->host_bound ? " *" : "");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\">%.2f &#177; %.2f%s%s</text>\n", ehi + 6,
+                y + barh - 4, cell->mean, cell->se, cell->host_bound ? " *" : "",
+                render_noisy(cell) ? " ~" : "");
+        if (cell->model_mbs > 0) /* the prediction: a tick on the bar's row */
+            fprintf(f,
+                    "<line class=\"model\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                    "stroke=\"#c0392b\" stroke-width=\"2\"/>\n",
+                    left + cell->model_mbs / amax * plotw, y - 2.0,
+                    left + cell->model_mbs / amax * plotw, y + barh + 2.0);
         row++;
     }
     fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#444\"/>\n", left, top - 4,
@@ -255,6 +294,78 @@ static void html_notes(const struct bench_report *r, FILE *f)
         fputs("</p>\n", f);
 }
 
+/* A figure cell: prefix and v with prec decimals ("" when v <= 0). */
+static void html_num(FILE *f, double v, const char *prefix, int prec)
+{
+    fputs("<td>", f);
+    if (v > 0)
+        fprintf(f, "%s%.*f", prefix, prec, v);
+    fputs("</td>", f);
+}
+
+/* One result row: headline (the model's figure for a host-bound row), measured, predicted, seed
+ * and ratio, statistics, latency, raw trials, the mapping to the study and the note. */
+static void html_row(const struct bench_report *r, int c, int j, FILE *f)
+{
+    const struct bench_cell *cell = &r->cells[c][j];
+    double seed = render_seed_mbs(r, c, j);
+    fputs("<tr><td>", f);
+    render_xml(f, r->configs[c].label);
+    fprintf(f, "</td><td><b>%.2f</b>%s%s</td><td>%.2f%s%s</td>", render_headline(cell),
+            render_model_headline(cell) ? " (model)" : "", render_noisy(cell) ? " ~" : "",
+            cell->mean, cell->host_bound ? " *" : "", render_noisy(cell) ? " ~ noisy" : "");
+    html_num(f, cell->model_mbs, "", 2);
+    html_num(f, seed, "", 2);
+    html_num(f, seed > 0 ? cell->mean / seed : 0, "&#215;", 2);
+    fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%d</td>", cell->se, cell->rsd, cell->ntrials);
+    html_num(f, cell->p50_us, "", 1);
+    html_num(f, cell->p99_us, "", 1);
+    fputs("<td class=\"raw\">", f);
+    for (int t = 0; t < cell->ntrials; t++)
+        fprintf(f, "%s%.1f", t ? ", " : "", cell->trials[t]);
+    fputs("</td><td>", f);
+    render_xml(f, render_mapping_short(r, c));
+    fputs("</td><td class=\"hb\">", f);
+    render_xml(f, cell->host_bound && !cell->note[0] ? render_hb_words(cell)
+                                                     : render_cell_note(r, c, j));
+    fputs("</td></tr>\n", f);
+}
+
+/* Under a job's table, once: why configurations differ from the study, and the noisy rows. */
+static void html_job_notes(const struct bench_report *r, int j, FILE *f)
+{
+    char buf[300];
+    bool open = false;
+    for (int c = 0; c < r->nconfigs; c++) {
+        if (!render_has_row(r, c, j) || !render_mapping(r, c, buf, sizeof(buf))[0])
+            continue;
+        if (!open)
+            fputs("<p class=\"note\">Where a row differs from the study:<br>\n", f);
+        open = true;
+        render_xml(f, buf);
+        fputs("<br>\n", f);
+    }
+    if (open)
+        fputs("</p>\n", f);
+    open = false;
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_cell *cell = &r->cells[c][j];
+        if (!render_has_row(r, c, j) || !render_noisy(cell))
+            continue;
+        if (!open)
+            fprintf(f,
+                    "<p class=\"note noisy\">~ noisy: the RSD stayed above %.1f%% after the "
+                    "most trials allowed, the mean is uncertain:",
+                    BENCH_RSD_LIMIT);
+        open = true;
+        fputc(' ', f);
+        render_xml(f, r->configs[c].label);
+        fprintf(f, " %.1f%% (%d trials);", cell->rsd, cell->ntrials);
+    }
+    if (open)
+        fputs("</p>\n", f);
+}
+
 /* One job's section: heading, chart and result table. */
 static void html_job(const struct bench_report *r, int j, FILE *f)
 {
@@ -271,26 +382,25 @@ static void html_job(const struct bench_report *r, int j, FILE *f)
     bench_render_svg(r, j, f);
     const char *unit = s->jobs[j].unit[0] ? s->jobs[j].unit : "MB/s"; /* filesystem jobs: theirs */
     fprintf(f,
-            "</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Mean %s</th>"
-            "<th>&#177; SE</th><th>RSD %%</th><th>Trials</th><th class=\"raw\">Raw trials "
-            "(%s)</th>"
-            "<th>Note</th></tr>\n",
+            "</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Headline %s</th>"
+            "<th>Measured</th><th>Predicted (model)</th><th>Seed</th><th>&#215; seed</th>"
+            "<th>&#177; SE</th><th>RSD %%</th><th>Trials</th><th>clat p50 &#181;s</th>"
+            "<th>clat p99 &#181;s</th><th class=\"raw\">Raw trials (%s)</th><th>Study "
+            "mapping</th><th>Note</th></tr>\n",
             unit, unit);
-    for (int c = 0; c < r->nconfigs; c++) {
-        if (!render_has_row(r, c, j))
-            continue;
-        const struct bench_cell *cell = &r->cells[c][j];
-        fputs("<tr><td>", f);
-        render_xml(f, r->configs[c].label);
-        fprintf(f, "</td><td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%d</td><td class=\"raw\">",
-                cell->mean, cell->se, cell->rsd, cell->ntrials);
-        for (int t = 0; t < cell->ntrials; t++)
-            fprintf(f, "%s%.1f", t ? ", " : "", cell->trials[t]);
-        fputs("</td><td class=\"hb\">", f);
-        render_xml(f, render_cell_note(r, c, j));
-        fputs("</td></tr>\n", f);
+    for (int c = 0; c < r->nconfigs; c++)
+        if (render_has_row(r, c, j))
+            html_row(r, c, j, f);
+    fputs("</table>\n", f);
+    html_job_notes(r, j, f);
+    if (!s->jobs[j].tool[0] || !strcmp(s->jobs[j].tool, "fio")) {
+        char cmd[1024];
+        bench_fio_cmdline(&s->jobs[j], !s->jobs[j].tool[0], cmd, sizeof(cmd));
+        fputs("<div class=\"heading\">fio command: <code>", f);
+        render_xml(f, cmd);
+        fputs("</code></div>\n", f);
     }
-    fputs("</table>\n</section>\n", f);
+    fputs("</section>\n", f);
 }
 
 int bench_render_html(const struct bench_report *r, FILE *f)

@@ -140,6 +140,17 @@ void run_cell_add(struct bench_cell *cell, double rd, double wr, double model)
     }
 }
 
+/* Fold one trial's clat percentiles (lat[0] p50, lat[1] p99, microseconds; 0 = none) into the
+ * cell's means. */
+static void run_cell_lat(struct bench_cell *cell, const double lat[2])
+{
+    if (lat[0] <= 0)
+        return;
+    cell->p50_us = (cell->p50_us * cell->lat_n + lat[0]) / (cell->lat_n + 1);
+    cell->p99_us = (cell->p99_us * cell->lat_n + lat[1]) / (cell->lat_n + 1);
+    cell->lat_n++;
+}
+
 /* Warm-up of job j on configuration c before its first trial (job->warmup passes of random
  * BENCH_WARMUP_BS reads over the job's region, every block once per pass): a cache admits a
  * block on a repeated miss, so the hot-set jobs measure a warm cache. */
@@ -216,6 +227,7 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
             }
             double model = run_model_mbs(x, &k0, &k1);
             run_cell_add(cell, rd, wr, model);
+            run_cell_lat(cell, x->lat);
             run_eta_trial(x, job, cell->ntrials <= rep->min_trials || extra > 0, eta, sizeof(eta));
             bool more = run_cell_more(x, cell, extra, stop);
             if (model > 0)

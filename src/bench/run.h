@@ -27,6 +27,7 @@ struct run_ctx {
     double est_left;  /* seconds of planned trials left (ETA) */
     double cost_done; /* planned seconds of the trials run so far */
     double t0;        /* monotonic start of the first trial */
+    double lat[2];    /* clat p50, p99 of the last run_fio, microseconds (0 = not known) */
 };
 
 /* One configuration while it is up: what fio targets, and the back-end's own state. */

@@ -42,9 +42,12 @@ uint64_t emul_ssd_submit(struct emul_model *m, int dir, uint64_t len, uint64_t n
     uint64_t lat = 1000ull * (dir == EMUL_DIR_READ ? p->read_latency_us : p->write_latency_us);
     uint64_t xfer = (uint64_t)((double)len * 1e9 / (double)bw);
     uint64_t per_req = 1000000000ull / iops;
-    /* The gate never runs ahead of real time when idle (t0 = now), so idle time buys no burst. */
-    uint64_t t0 = now > m->gate[dir] ? now : m->gate[dir];
-    m->gate[dir] = t0 + (per_req > xfer ? per_req : xfer);
+    /* One rate budget for reads and writes (a drive's controller and flash serve both): a request
+     * takes 1/iops or len/bw of its own direction from the shared gate, so a read-modify-write
+     * pays for its reads and its writes. The gate never runs ahead of real time when idle
+     * (t0 = now), so idle time buys no burst. */
+    uint64_t t0 = now > m->gate ? now : m->gate;
+    m->gate = t0 + (per_req > xfer ? per_req : xfer);
     uint32_t best = 0;
     for (uint32_t c = 1; c < p->parallelism; c++)
         if (m->chan[c] < m->chan[best])

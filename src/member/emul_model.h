@@ -30,8 +30,9 @@ struct emul_hreq {
 struct emul_model {
     struct rk_emul_params p;
     uint64_t capacity; /* modelled bytes (zones and seek distances span it) */
-    /* SSD: per-direction rate gate (earliest start of the next request) and channel free times */
-    uint64_t gate[2];
+    /* SSD: the rate gate reads and writes share (earliest start of the next request) and the
+     * channel free times */
+    uint64_t gate;
     uint64_t chan[EMUL_MAX_CHANNELS];
     /* HDD */
     uint64_t rev_ns;       /* one revolution */
@@ -45,7 +46,8 @@ struct emul_model {
 int emul_model_init(struct emul_model *m, const struct rk_emul_params *p, uint64_t capacity);
 
 /* SSD: a request of len bytes in direction dir arrives at now; returns its completion time.
- *   t0   = max(now, gate[dir]);  gate[dir] = t0 + max(1e9/iops, len*1e9/bw)
+ *   t0   = max(now, gate);  gate = t0 + max(1e9/iops[dir], len*1e9/bw[dir])  (one budget
+ *          for both directions: docs/BENCHMARKS.md "SSD model")
  *   c    = channel free earliest; start = max(t0, chan[c])
  *   done = start + latency + len*1e9/bw;  chan[c] = done */
 uint64_t emul_ssd_submit(struct emul_model *m, int dir, uint64_t len, uint64_t now);

@@ -325,7 +325,8 @@ static void test_host_bound_and_stats(void **state)
     bench_render_csv(r, m);
     fclose(m);
     assert_non_null(strstr(buf, "randread,Random Read,randread,4096,4,raid0,RAID 0 (4),3,950.000,"
-                                "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound\n"));
+                                "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound,,"
+                                "host-bound; this host's limit, not the layout's,,,,,no,,\n"));
     free(buf);
     free(r->model_json);
     free(r);
@@ -451,6 +452,123 @@ static void test_formats(void **state)
     assert_int_equal(bench_parse_formats("text,", &f), 0);
 }
 
+/* A fixed report with seed rows, predictions, a host-bound row, a noisy row and latencies: the
+ * seed figure, the ratio, the prediction, the headline and the noisy mark are in every format. */
+static void make_seeded(struct bench_report *r, struct bench_suite *s)
+{
+    make_full(r, s);
+    struct bench_job *j = &s->jobs[0];
+    j->nseed = 2;
+    snprintf(j->seed[0].label, sizeof(j->seed[0].label), "RAID 0");
+    j->seed[0].mbs = 760.0;
+    j->seed[0].ref_only = true;
+    snprintf(j->seed[1].label, sizeof(j->seed[1].label), "RAID 1");
+    j->seed[1].mbs = 233.0;
+    j->seed[1].ref_only = true;
+    r->cells[1][0].model_sum = 1200.0; /* raid0: host-bound, the prediction is the headline */
+    r->cells[1][0].model_n = 1;
+    r->cells[2][0].model_sum = 380.0; /* raid1: measured 400, noisy */
+    r->cells[2][0].model_n = 1;
+    for (int t = 0; t < 3; t++)
+        r->cells[2][0].trials[t] = r->cells[2][0].read_mbs[t] = 300.0 + 100.0 * t;
+    r->cells[2][0].p50_us = 12.5;
+    r->cells[2][0].p99_us = 99.0;
+    r->cells[2][0].lat_n = 3;
+    bench_report_finish(r);
+}
+
+static void test_seed_prediction_columns(void **state)
+{
+    (void)state;
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char *buf = NULL;
+    size_t len = 0;
+    make_seeded(r, s);
+    assert_true(r->cells[1][0].host_bound);
+    assert_false(r->cells[2][0].host_bound);
+
+    FILE *m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_text_job(r, 0, m), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, " *  [model 1200.00]  [seed 760.00, x1.25]\n"));
+    assert_non_null(strstr(buf, "  [model 380.00]  [seed 233.00, x1.72]\n"));
+    assert_non_null(strstr(buf, "~ noisy:"));
+    assert_non_null(strstr(buf, " RAID 1 (4) 25.0% (3 trials);"));
+    assert_non_null(strstr(buf, "RAID 1 (4): a 4-way mirror"));
+    free(buf);
+
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_csv(r, m), 0);
+    fclose(m);
+    /* New columns at the end of the header; the old ones keep their places. */
+    assert_non_null(strstr(buf, "rsd_pct,host_bound,raw_trials_mbs,note,model_mbs,"
+                                "host_bound_words,seed_mbs,seed_ratio,p50_us,p99_us,noisy,"
+                                "mttdl_hours,p_loss_rebuild\n"));
+    assert_non_null(strstr(buf, ",RAID 0 (4),3,950.000,"));
+    assert_non_null(strstr(buf, ",host-bound,1200.000,host-bound; the model's prediction is the "
+                                "headline,760.000,1.250,,,no,,\n"));
+    assert_non_null(strstr(buf, ",RAID 1 (4),3,400.000,"));
+    assert_non_null(strstr(buf, ",380.000,,233.000,1.717,12.5,99.0,yes,,\n"));
+    assert_non_null(strstr(buf, ",noop (ceiling),3,"));
+    free(buf);
+
+    char *js = bench_render_json(r);
+    cJSON *doc = cJSON_Parse(js);
+    cJSON *res =
+        cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "jobs"), 0), "results");
+    cJSON *noop = cJSON_GetArrayItem(res, 0), *r0 = cJSON_GetArrayItem(res, 1),
+          *r1 = cJSON_GetArrayItem(res, 2);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(noop, "seed_mbs")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(noop, "p50_us")));
+    assert_float_equal(cJSON_GetObjectItem(r0, "seed_mbs")->valuedouble, 760.0, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(r0, "seed_ratio")->valuedouble, 1.25, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(r0, "model_mbs")->valuedouble, 1200.0, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(r0, "headline_mbs")->valuedouble, 1200.0, 1e-9);
+    assert_string_equal(cJSON_GetObjectItem(r0, "headline")->valuestring, "model");
+    assert_non_null(strstr(cJSON_GetObjectItem(r0, "host_bound_words")->valuestring, "host-bound"));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(r0, "noisy")));
+    assert_string_equal(cJSON_GetObjectItem(r0, "mapping")->valuestring, "as the study");
+    assert_float_equal(cJSON_GetObjectItem(r1, "seed_ratio")->valuedouble, 1.717, 1e-9);
+    assert_string_equal(cJSON_GetObjectItem(r1, "headline")->valuestring, "measured");
+    assert_float_equal(cJSON_GetObjectItem(r1, "headline_mbs")->valuedouble, 400.0, 1e-9);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItem(r1, "noisy")));
+    assert_non_null(strstr(cJSON_GetObjectItem(r1, "mapping")->valuestring, "differs"));
+    assert_float_equal(cJSON_GetObjectItem(r1, "p50_us")->valuedouble, 12.5, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(r1, "p99_us")->valuedouble, 99.0, 1e-9);
+    cJSON *job0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "jobs"), 0);
+    const char *cmd = cJSON_GetObjectItem(job0, "fio_command")->valuestring;
+    assert_non_null(strstr(cmd, "fio --name=randread --ioengine=nbd"));
+    assert_non_null(strstr(cmd, " --rw=randread --bs=4096 --iodepth=4 "));
+    cJSON *c1 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "configs"), 1);
+    assert_int_equal(cJSON_GetObjectItem(c1, "chunk_bytes")->valueint, 65536);
+    assert_string_equal(cJSON_GetObjectItem(c1, "member_profile")->valuestring, "sata-ssd-2014");
+    cJSON_Delete(doc);
+    free(js);
+
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_html(r, m), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, "<th>Predicted (model)</th><th>Seed</th><th>&#215; seed</th>"));
+    assert_non_null(strstr(buf, "<td><b>1200.00</b> (model)</td><td>950.00 *</td><td>1200.00</td>"
+                                "<td>760.00</td><td>&#215;1.25</td>"));
+    assert_non_null(strstr(buf, "<td><b>400.00</b> ~</td><td>400.00 ~ noisy</td><td>380.00</td>"
+                                "<td>233.00</td><td>&#215;1.72</td>"));
+    assert_non_null(strstr(buf, "<td>12.5</td><td>99.0</td>"));
+    assert_non_null(strstr(buf, "~ noisy: the RSD stayed above 3.5%"));
+    assert_non_null(strstr(buf, "Where a row differs from the study:<br>\nRAID 1 (4): a 4-way"));
+    assert_non_null(strstr(buf, "fio command: <code>fio --name=randread"));
+    assert_non_null(strstr(buf, ">Configuration</text>"));
+    assert_non_null(strstr(buf, ">MB/s (shared scale"));
+    assert_non_null(strstr(buf, "class=\"model\"")); /* the prediction's tick on the chart */
+    free(buf);
+    free(r->model_json);
+    free(r);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_svg_html),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_seed_prediction_columns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,12 +79,17 @@ static void test_ssd_bw_cap(void **state)
     for (int i = 0; i < 100; i++)
         last = emul_ssd_submit(&m, EMUL_DIR_WRITE, 1048576, 0);
     assert_int_equal(last, 99 * xfer + 50000 + xfer);
-    /* Reads have their own gate: a read beside one big write runs on another channel at once
-     * (channels are taken in arrival order, so it must not queue behind all 100). */
+    /* Reads and writes share one rate budget (issue 10 item 4: independent budgets flattered
+     * RAID5/6 read-modify-write): a read after one big write starts when the write's share of
+     * the budget is spent, then takes a free channel (not one behind the write). */
     assert_int_equal(emul_model_init(&m, &p, 1ull << 30), 0);
     emul_ssd_submit(&m, EMUL_DIR_WRITE, 1048576, 0);
     assert_int_equal(emul_ssd_submit(&m, EMUL_DIR_READ, 4096, 0),
-                     100000 + (uint64_t)(4096.0 * 1e9 / 100e6));
+                     xfer + 100000 + (uint64_t)(4096.0 * 1e9 / 100e6));
+    /* And a read at the gate's time costs the write side nothing extra: the next write waits
+     * for the read's 1/iops only. */
+    uint64_t w2 = emul_ssd_submit(&m, EMUL_DIR_WRITE, 1048576, 0);
+    assert_int_equal(w2, xfer + 100000 + 50000 + xfer);
 }
 
 static void test_ssd_parallelism(void **state)

@@ -1,0 +1,147 @@
+/* The columns every report format shares beside the measured figure (docs/BENCHMARKS.md
+ * "Reports"): the seed's figure of the same row and the ratio to it, the noisy mark, the headline
+ * figure of a row (the model's prediction for a host-bound row), the host-bound words and the
+ * configuration's mapping to the study. Used by render.c (text, JSON, CSV) and render_html.c. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "bench/bench.h"
+#include "bench/render.h"
+
+/* A seed label names a configuration label: equal, or equal up to the member count suffix
+ * (" (4)") that raidkit's labels carry ("RAID 1" names "RAID 1 (4)"). */
+static bool render_same_label(const char *seed, const char *config)
+{
+    size_t n = strlen(seed);
+    return !strncmp(seed, config, n) && (!config[n] || !strncmp(config + n, " (", 2));
+}
+
+double render_seed_mbs(const struct bench_report *r, int c, int job)
+{
+    const struct bench_job *bj = &r->suite->jobs[job];
+    double v = 0;
+    for (int i = 0; i < bj->nseed; i++)
+        if (render_same_label(bj->seed[i].label, r->configs[c].label))
+            v = bj->seed[i].mbs;
+    return v;
+}
+
+bool render_noisy(const struct bench_cell *cell)
+{
+    return cell->ntrials >= 2 && cell->rsd > BENCH_RSD_LIMIT;
+}
+
+bool render_model_headline(const struct bench_cell *cell)
+{
+    return cell->host_bound && cell->model_mbs > 0;
+}
+
+double render_headline(const struct bench_cell *cell)
+{
+    return render_model_headline(cell) ? cell->model_mbs : cell->mean;
+}
+
+const char *render_hb_words(const struct bench_cell *cell)
+{
+    if (!cell->host_bound)
+        return "";
+    if (cell->model_mbs > 0)
+        return "host-bound: the measured figure is this host's limit, not the layout's; the "
+               "model's prediction is the headline";
+    return "host-bound: the measured figure is this host's limit, not the layout's";
+}
+
+const char *render_mapping(const struct bench_report *r, int c, char *buf, size_t len)
+{
+    const struct bench_config *bc = &r->configs[c];
+    buf[0] = '\0';
+    if (strcmp(bc->kind, "raidkit"))
+        return buf;
+    if (!strcmp(bc->name, "raid1") && bc->members > 2)
+        snprintf(buf, len,
+                 "%s: a %d-way mirror (every member holds a copy); btrfs RAID-1 keeps 2 "
+                 "copies over the disks, which raid10 matches here.",
+                 bc->label, bc->members);
+    else if (!strcmp(bc->name, "linear") && bc->members > 1)
+        snprintf(buf, len,
+                 "%s: concatenation, a test region smaller than one member sits on one "
+                 "member; the seed's \"4 Disks, Non-RAID\" (btrfs single) spreads a file "
+                 "over all disks, which raid0 matches here.",
+                 bc->label);
+    return buf;
+}
+
+const char *render_mapping_short(const struct bench_report *r, int c)
+{
+    const struct bench_config *bc = &r->configs[c];
+    if (strcmp(bc->kind, "raidkit"))
+        return "comparison";
+    if (!strcmp(bc->name, "raid1") && bc->members > 2)
+        return "differs: more copies than the study (reason under the table)";
+    if (!strcmp(bc->name, "linear") && bc->members > 1)
+        return "differs: not spread over the members (reason under the table)";
+    return "as the study";
+}
+
+/* A number rounded to 3 decimals, or null for "not known". */
+static void render_json_num(cJSON *x, const char *key, double v, bool known)
+{
+    if (known)
+        cJSON_AddNumberToObject(x, key, round(v * 1000.0) / 1000.0);
+    else
+        cJSON_AddNullToObject(x, key);
+}
+
+void render_json_row_extra(cJSON *x, const struct bench_report *r, int c, int j)
+{
+    const struct bench_cell *cell = &r->cells[c][j];
+    double seed = render_seed_mbs(r, c, j);
+    render_json_num(x, "seed_mbs", seed, seed > 0);
+    render_json_num(x, "seed_ratio", seed > 0 ? cell->mean / seed : 0, seed > 0);
+    render_json_num(x, "model_seed_ratio", seed > 0 ? cell->model_mbs / seed : 0,
+                    seed > 0 && cell->model_mbs > 0);
+    cJSON_AddNumberToObject(x, "headline_mbs", round(render_headline(cell) * 1000.0) / 1000.0);
+    cJSON_AddStringToObject(x, "headline", render_model_headline(cell) ? "model" : "measured");
+    cJSON_AddStringToObject(x, "host_bound_words", render_hb_words(cell));
+    cJSON_AddBoolToObject(x, "noisy", render_noisy(cell));
+    cJSON_AddStringToObject(x, "mapping", render_mapping_short(r, c));
+    char why[300];
+    cJSON_AddStringToObject(x, "mapping_reason", render_mapping(r, c, why, sizeof(why)));
+    render_json_num(x, "p50_us", cell->p50_us, cell->p50_us > 0);
+    render_json_num(x, "p99_us", cell->p99_us, cell->p99_us > 0);
+}
+
+void render_csv_row_extra(FILE *f, const struct bench_report *r, int c, int j)
+{
+    const struct bench_cell *cell = &r->cells[c][j];
+    const struct bench_config *bc = &r->configs[c];
+    double seed = render_seed_mbs(r, c, j);
+    if (cell->model_mbs > 0)
+        fprintf(f, ",%.3f", cell->model_mbs);
+    else
+        fputs(",", f);
+    fprintf(f, ",%s",
+            render_model_headline(cell) ? "host-bound; the model's prediction is the headline"
+            : cell->host_bound          ? "host-bound; this host's limit, not the layout's"
+                                        : "");
+    if (seed > 0)
+        fprintf(f, ",%.3f,%.3f", seed, cell->mean / seed);
+    else
+        fputs(",,", f);
+    if (cell->p50_us > 0)
+        fprintf(f, ",%.1f,%.1f", cell->p50_us, cell->p99_us);
+    else
+        fputs(",,", f);
+    fprintf(f, ",%s", render_noisy(cell) ? "yes" : "no");
+    if (bc->has_risk && isfinite(bc->mttdl_hours))
+        fprintf(f, ",%.6g", bc->mttdl_hours);
+    else
+        fprintf(f, ",%s", bc->has_risk ? "inf" : "");
+    if (bc->has_risk)
+        fprintf(f, ",%.6g", bc->p_loss_rebuild);
+    else
+        fputs(",", f);
+}
