@@ -66,7 +66,7 @@ static void resync_count(struct rk_raid_progress *p, void *arg)
 static int resync_run(struct raid_priv *r, struct resync_ctx *c, uint64_t a, uint64_t b)
 {
     uint64_t mm = 0;
-    int rc = resync_fast_step(r, &c->pool, a, b - a, &mm);
+    int rc = resync_fast_step(r, &c->pool, a, b - a, c->full, &mm);
     if (!rc)
         c->fast += b - a;
     else if (rc == -EAGAIN)
@@ -151,10 +151,11 @@ static int resync_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
         double dt = resync_now() - c->t0;
         uint64_t bytes = atomic_load(&c->resynced);
         rk_info("resync finished: %" PRIu64 " bytes per member resynced in %.3f s (%.1f MB/s; "
-                "%" PRIu64 " by the fast path), %" PRIu64 " regions differed (repaired), %" PRIu64
+                "%" PRIu64 " by the fast path%s), %" PRIu64 " regions differed (repaired), %" PRIu64
                 " unreadable",
                 bytes, dt, dt > 0 ? (double)bytes / dt / 1e6 : 0.0, atomic_load(&c->fast),
-                atomic_load(&c->mismatches), atomic_load(&c->errors));
+                c->full ? ", parity written unread" : "", atomic_load(&c->mismatches),
+                atomic_load(&c->errors));
     } else {
         rk_warn("resync stopped: %s; it stays pending", strerror(-err));
     }

@@ -182,11 +182,16 @@ static int fast_copies(struct raid_priv *r, struct resync_scratch *s, uint64_t o
     return 0;
 }
 
-/* Parity levels: read every member's [off, off+len) at once, then per row recompute the parity
- * from the data (into the two scratch chunks after the members' buffers) and queue the write
- * of each parity block that differs. The step's stripes are locked meanwhile. */
+/* Parity levels, compare mode: read every member's [off, off+len) at once, then per row
+ * recompute the parity from the data (into the two scratch chunks after the members' buffers)
+ * and queue the write of each parity block that differs. Rewrite mode (a full resync: the
+ * parity is presumed wrong, as after a create over members that could not be zeroed): read only
+ * the data chunks, compute each row's parity straight into its place in the parity slot's
+ * buffer and write it, unread (md builds a new raid5 the same way, by recovering the parity
+ * rather than checking it): every member byte is then read or written once, not read and then
+ * maybe written. The step's stripes are locked meanwhile. */
 static int fast_parity(struct raid_priv *r, struct resync_scratch *s, uint64_t off, uint64_t len,
-                       uint64_t *mismatches)
+                       bool rewrite, uint64_t *mismatches)
 {
     const struct raid_layout *l = &r->l;
     struct r5_priv *p = r->level_priv;
@@ -194,12 +199,24 @@ static int fast_parity(struct raid_priv *r, struct resync_scratch *s, uint64_t o
     uint32_t members = l->g.members;
     char *np[2] = {s->mem + members * len, s->mem + members * len + chunk};
     struct fio_list rd, wr;
-    list_init(&rd, s, 0, (int)members);
-    list_init(&wr, s, (int)members, s->cap - (int)members);
+    int nrd = rewrite ? (int)(members * rows) : (int)members;
+    list_init(&rd, s, 0, nrd);
+    list_init(&wr, s, nrd, s->cap - nrd);
     int ret = 0;
     stripe_lock_range(&p->locks, first, rows);
-    for (uint32_t sl = 0; sl < members; sl++)
-        list_add(&rd, r, sl, RK_OP_READ, s->mem + sl * len, len, off);
+    for (uint32_t sl = 0; sl < members; sl++) {
+        if (!rewrite) {
+            list_add(&rd, r, sl, RK_OP_READ, s->mem + sl * len, len, off);
+            continue;
+        }
+        for (uint64_t i = 0; i < rows; i++) {
+            struct r5_geo g;
+            r5_geo(l, first + i, &g);
+            if (g.blk_of_slot[sl] < g.nd)
+                list_add(&rd, r, sl, RK_OP_READ, s->mem + sl * len + i * chunk, chunk,
+                         off + i * chunk);
+        }
+    }
     if (list_run(&rd, r)) {
         ret = -EAGAIN;
         goto out;
@@ -208,23 +225,27 @@ static int fast_parity(struct raid_priv *r, struct resync_scratch *s, uint64_t o
     for (uint64_t i = 0; i < rows; i++) {
         struct r5_geo g;
         r5_geo(l, first + i, &g);
-        void *data[RK_MAX_MEMBERS];
+        void *data[RK_MAX_MEMBERS], *out[2] = {np[0], np[1]};
         for (uint32_t k = 0; k < g.nd; k++)
             data[k] = s->mem + g.slot[k] * len + i * chunk;
-        r5_parity_gen(g.np, g.nd, chunk, data, np[0], np[1]);
+        for (uint32_t k = 0; rewrite && k < g.np; k++)
+            out[k] = s->mem + g.slot[g.nd + k] * len + i * chunk;
+        r5_parity_gen(g.np, g.nd, chunk, data, out[0], out[1]);
         bool diff = false;
         for (uint32_t k = 0; k < g.np; k++) {
             uint32_t sl = g.slot[g.nd + k];
             char *cur = s->mem + sl * len + i * chunk;
-            if (!memcmp(cur, np[k], chunk))
-                continue;
-            memcpy(cur, np[k], chunk);
+            if (!rewrite) {
+                if (!memcmp(cur, np[k], chunk))
+                    continue;
+                memcpy(cur, np[k], chunk);
+                diff = true;
+            }
             list_add(&wr, r, sl, RK_OP_WRITE, cur, chunk, off + i * chunk);
-            diff = true;
+            wrote = true;
         }
         if (diff)
             ++*mismatches;
-        wrote |= diff;
     }
     list_run(&wr, r);
     if (wrote)
@@ -235,7 +256,7 @@ out:
 }
 
 int resync_fast_step(struct raid_priv *r, struct resync_pool *p, uint64_t off, uint64_t len,
-                     uint64_t *mismatches)
+                     bool rewrite, uint64_t *mismatches)
 {
     const struct raid_layout *l = &r->l;
     uint32_t members = l->g.members, all = raid_all_mask(members);
@@ -255,14 +276,14 @@ int resync_fast_step(struct raid_priv *r, struct resync_pool *p, uint64_t off, u
     uint64_t sub = RESYNC_FAST_BYTES / members / chunk * chunk;
     sub = sub < chunk ? chunk : sub < len ? sub : len;
     uint64_t rows = sub / chunk;
-    int cap = copies ? (int)(2 * members * (rows + 2)) : (int)(members + 2 * rows);
+    int cap = copies ? (int)(2 * members * (rows + 2)) : (int)((members + 2) * rows + members);
     struct resync_scratch *s = pool_get(p, members * sub + 2 * chunk, cap < 64 ? 64 : cap);
     if (!s)
         return -EAGAIN;
     int ret = 0;
     for (uint64_t o = off; o < off + len && !ret; o += sub) {
         uint64_t n = off + len - o < sub ? off + len - o : sub;
-        ret = copies ? fast_copies(r, s, o, n) : fast_parity(r, s, o, n, mismatches);
+        ret = copies ? fast_copies(r, s, o, n) : fast_parity(r, s, o, n, rewrite, mismatches);
     }
     pool_put(p, s);
     return ret;

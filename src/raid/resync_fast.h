@@ -7,7 +7,9 @@
  *     it over the other copies, without comparing (md's resync does the same);
  *   - parity levels (raid5, raid6): read every member's step range whole, recompute P (and Q)
  *     of each row from the data and write the parity that differs (never data: a resync keeps
- *     the data, docs/ARCHITECTURE.md "Resync").
+ *     the data, docs/ARCHITECTURE.md "Resync"); or, with rewrite (a full resync, where the
+ *     parity is presumed wrong: an initial sync, a dirty start without a bitmap), read only the
+ *     data chunks and write every row's parity unread, so each member byte moves once.
  * Anything unusual (a degraded array, a bad range, a read error, no memory, members x chunk over
  * 16 MiB) answers -EAGAIN and
  * the caller runs the level's scrub hook over the step instead, which handles it.
@@ -45,13 +47,15 @@ void resync_pool_destroy(struct resync_pool *p);
 
 /*
  * Resync member data-area range [off, off+len) (chunk aligned, the caller holds its range
- * lock) by the fast path above, with a scratch of the pool. Adds the rows whose parity was
- * rewritten to *mismatches (parity levels; copy levels count nothing: they do not compare).
+ * lock) by the fast path above, with a scratch of the pool. rewrite: parity levels write the
+ * parity of every row without reading or comparing the old one (counted nowhere); otherwise they
+ * add the rows whose parity differed and was rewritten to *mismatches (copy levels count
+ * nothing and ignore rewrite: they never compare).
  * Returns 0, or -EAGAIN when the fast path does not apply or a read failed (nothing about the
  * step's outcome is claimed then: run the level's scrub hook over it). A failed write fails
  * its slot (raid_fail) and the step goes on, like a scrub repair.
  */
 int resync_fast_step(struct raid_priv *r, struct resync_pool *p, uint64_t off, uint64_t len,
-                     uint64_t *mismatches);
+                     bool rewrite, uint64_t *mismatches);
 
 #endif

@@ -7,47 +7,20 @@
 # was never valid), fail slot 0, then --verify_only: 0 bad blocks. Also raid1: the sync copies.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
+. "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/initial_sync_lib.sh"
 rk_init
 rk_need fio
 
-random_members() # N MIB
-{
-    local i
-    M=()
-    for ((i = 0; i < $1; i++)); do
-        head -c "$2M" /dev/urandom >"$T/r$i" || rk_fail "fill $T/r$i"
-        M+=("$T/r$i")
-    done
-}
-
-offline_scrub()
-{
-    local out
-    out=$(timeout 120 "$RAIDKIT" scrub "$@" 2>"$T/scrub.err") || rk_fail "scrub $*: $(cat "$T/scrub.err")"
-    echo "$out" | sed -n 's/^scrub finished: \([0-9]*\) mismatches.*/\1/p'
-}
-
-create_unzeroed() # LEVEL
-{
-    local out
-    out=$(RAIDKIT_TEST_NO_ZERO=1 "$RAIDKIT" create --force --level "$1" "${M[@]}" 2>&1) ||
-        rk_fail "create: $out"
-    echo "$out" | grep -q "initial sync" || rk_fail "create did not warn about the initial sync: $out"
-}
-
 for level in raid5 raid1; do
     rk_log "=== C16 $level: initial sync over random members"
-    if [ "$level" = raid5 ]; then random_members 4 24; else random_members 2 24; fi
-    create_unzeroed "$level"
-    n=$(offline_scrub "${M[@]}")
-    [ "${n:-0}" -gt 0 ] || rk_fail "$level: random members should mismatch before the initial sync"
+    if [ "$level" = raid5 ]; then is_unsynced_array raid5 4 24; else is_unsynced_array raid1 2 24; fi
     CTL="$T/ctl.$level"
     rk_serve --control "$CTL" "${M[@]}"
     mg_wait_job 60
     [ "$(mg_q "s['job']['kind']")/$(mg_q "s['job']['state']")/$(mg_q "s['job']['full']")" = resync/done/True ] ||
         rk_fail "$level: no full initial sync ran: $(cat "$T/st.json")"
     rk_stop
-    n=$(offline_scrub "${M[@]}")
+    n=$(is_scrub "${M[@]}")
     [ "$n" = 0 ] || rk_fail "$level: offline scrub after the initial sync: $n mismatches, want 0"
     # In sync now: the next start runs nothing.
     rk_serve --control "$CTL" "${M[@]}"
@@ -57,8 +30,7 @@ for level in raid5 raid1; do
 done
 
 rk_log "=== C16 variant: fio --verify=crc32c while the initial sync runs, fail slot 0, verify_only"
-random_members 4 24
-create_unzeroed raid5
+is_unsynced_array raid5 4 24
 CTL="$T/ctl.v"
 rk_serve --control "$CTL" --rebuild-rate 2 "${M[@]}"
 size=$(rk_py size "$RK_URI") || rk_fail size

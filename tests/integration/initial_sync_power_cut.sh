@@ -11,33 +11,15 @@
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/torture_lib.sh" # torture_kill
+. "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/initial_sync_lib.sh"
 rk_init
-
-random_members() # N MIB
-{
-    local i
-    M=()
-    for ((i = 0; i < $1; i++)); do
-        head -c "$2M" /dev/urandom >"$T/r$i" || rk_fail "fill $T/r$i"
-        M+=("$T/r$i")
-    done
-}
-
-offline_scrub()
-{
-    local out
-    out=$(timeout 120 "$RAIDKIT" scrub "$@" 2>"$T/scrub.err") || rk_fail "scrub $*: $(cat "$T/scrub.err")"
-    echo "$out" | sed -n 's/^scrub finished: \([0-9]*\) mismatches.*/\1/p'
-}
 
 # cut_case LEVEL MEMBERS MIB RATE LATENCY_US CUT_AFTER SEED
 cut_case()
 {
     local level=$1 n=$2 mib=$3 rate=$4 lat=$5 cut=$6 seed=$7 i
     rk_log "=== $level: power cut after $cut member writes during the initial sync"
-    random_members "$n" "$mib"
-    out=$(RAIDKIT_TEST_NO_ZERO=1 "$RAIDKIT" create --force --level "$level" "${M[@]}" 2>&1) ||
-        rk_fail "create: $out"
+    is_unsynced_array "$level" "$n" "$mib"
     CTL="$T/ctl.$level"
     rk_serve --control "$CTL" --rebuild-rate "$rate" \
         --debug-fault "all:latency=$lat,cut-after=$cut,keep=random,seed=$seed,on-cut=hang" "${M[@]}"
@@ -61,7 +43,7 @@ cut_case()
     [ "$start" -gt 0 ] || rk_fail "$level: the resync restarted from 0, not from a checkpoint (cut earlier or checkpoints missing)"
     rk_log "$level: resumed at member offset $start of $((mib * 1048576))"
     rk_stop
-    n=$(offline_scrub "${M[@]}")
+    n=$(is_scrub "${M[@]}")
     [ "$n" = 0 ] || rk_fail "$level: offline scrub after the resumed initial sync: $n mismatches, want 0"
     rm -f "$T"/r?
 }

@@ -5,36 +5,18 @@
 # leaves data that reads back as zeroes. With --assume-clean nothing is zeroed and the scrub
 # finds mismatches: this test would fail if the zeroing broke.
 . "$RAIDKIT_SOURCE_DIR/tests/lib/common.sh"
+. "$RAIDKIT_SOURCE_DIR/tests/lib/initial_sync_lib.sh"
 rk_init
-
-# scrub_count ARGS...: run `raidkit scrub ARGS`, print the mismatch count it reports.
-scrub_count()
-{
-    local out
-    out=$(timeout 120 "$RAIDKIT" scrub "$@" 2>"$T/scrub.err") || rk_fail "raidkit scrub $*: $(cat "$T/scrub.err")"
-    rk_log "scrub $*: $out"
-    echo "$out" | sed -n 's/^scrub finished: \([0-9]*\) mismatches.*/\1/p'
-}
-
-random_members()
-{
-    local i
-    M=()
-    for i in 0 1 2 3; do
-        head -c 64M /dev/urandom >"$T/r$i" || rk_fail "fill $T/r$i"
-        M+=("$T/r$i")
-    done
-}
 
 for level in raid1 raid5 raid6; do
     rk_log "=== $level over random members"
-    random_members
+    is_random_members 4 64
     rk_create --force --level "$level" "${M[@]}"
-    n=$(scrub_count "${M[@]}")
+    n=$(is_scrub "${M[@]}")
     [ "$n" = 0 ] || rk_fail "$level: offline scrub right after create: $n mismatches, want 0"
     CTL="$T/ctl.$level"
     rk_serve --control "$CTL" "${M[@]}"
-    n=$(scrub_count --control "$CTL")
+    n=$(is_scrub --control "$CTL")
     [ "$n" = 0 ] || rk_fail "$level: online scrub right after create: $n mismatches, want 0"
     size=$(rk_py size "$RK_URI") || rk_fail size
     "$RAIDKIT" fail --slot 0 --control "$CTL" >/dev/null 2>"$T/fail.err" || rk_fail "fail --slot 0: $(cat "$T/fail.err")"
@@ -44,9 +26,9 @@ for level in raid1 raid5 raid6; do
     rk_stop
 
     rk_log "=== $level over random members, --assume-clean"
-    random_members
+    is_random_members 4 64
     rk_create --force --assume-clean --level "$level" "${M[@]}"
-    n=$(scrub_count "${M[@]}")
+    n=$(is_scrub "${M[@]}")
     [ -n "$n" ] && [ "$n" -gt 0 ] ||
         rk_fail "$level --assume-clean: scrub found '$n' mismatches on random members, want > 0"
     rk_log "$level --assume-clean: $n mismatches, as expected without zeroing"

@@ -95,8 +95,19 @@ static void full_case(int level, uint32_t n)
     struct arr a;
     arr_open(&a, level, n, NULL);
     assert_true(scrub_count(&a) > 0);
+    /* A resync never changes what the array reads (parity levels: the data chunks). */
+    uint64_t asize = a.raid->size;
+    uint8_t *before = malloc(asize), *after = malloc(asize);
+    assert_non_null(before);
+    assert_non_null(after);
+    assert_int_equal(rk_dev_read(a.raid, before, asize, 0), 0);
     resync(&a, true, 0, 0);
     assert_int_equal(scrub_count(&a), 0);
+    assert_int_equal(rk_dev_read(a.raid, after, asize, 0), 0);
+    if (level != RK_LEVEL_RAID1 && level != RK_LEVEL_RAID10)
+        assert_memory_equal(before, after, asize);
+    free(before);
+    free(after);
     if (level == RK_LEVEL_RAID1)
         copies_hold_slot0(&a, DSIZE);
     arr_close(&a);
