@@ -74,7 +74,12 @@ static int raid_flush(struct rk_dev *dev)
         return -EIO;
     /* Writes the level holds (raid5/6 stripe gathering) reach the members first. */
     int held = r->l.lvl->drain ? r->l.lvl->drain(r, 0, UINT64_MAX) : 0;
+    uint64_t mark[RK_MAX_MEMBERS];
+    if (r->l.lvl->flush_begin)
+        r->l.lvl->flush_begin(r, mark);
     int ret = raid_fail_settle(r, raid_members_round(r, RK_OP_FLUSH, NULL, 0, 0, 0));
+    if (!ret && r->l.lvl->flush_end)
+        r->l.lvl->flush_end(r, mark);
     return ret ? ret : held;
 }
 

@@ -144,6 +144,8 @@ const struct raid_level raid_level_raid5 = {
     .close = r5_close,
     .log_start = r5_ppl_start,
     .drain = r5g_drain,
+    .flush_begin = r5_ppl_flush_begin,
+    .flush_end = r5_ppl_flush_end,
     .write_hole = true,
 };
 
@@ -162,5 +164,7 @@ const struct raid_level raid_level_raid6 = {
     .close = r5_close,
     .log_start = r5_ppl_start,
     .drain = r5g_drain,
+    .flush_begin = r5_ppl_flush_begin,
+    .flush_end = r5_ppl_flush_end,
     .write_hole = true,
 };

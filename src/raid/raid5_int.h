@@ -261,11 +261,12 @@ int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t fl
 
 /* ---- raid5_ppl.c ---- */
 
-/* The log entry one write window wrote: its seq and the slots (P's, Q's member) holding it. */
+/* The log entry one write window wrote: its seq and the slots holding it (P's, Q's member; for a
+ * whole-stripe entry, the parity members of its rows). */
 struct r5_ppl_tok {
     uint64_t seq;
     int n; /* 0: nothing logged */
-    uint32_t slot[2];
+    uint32_t slot[RK_MAX_MEMBERS];
 };
 
 /* Set up p's log when r's geometry has one (p->wstep is set either way). The log stays off
@@ -288,6 +289,22 @@ int r5_ppl_start(struct raid_priv *r, int mode);
  */
 int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
                uint32_t pwrite, struct r5_ppl_tok *tok);
+/*
+ * The write step of whole stripes [row, row + count) (a run of full-stripe writes, or their
+ * zeroing): before their member writes, one header-only entry (RK_PPL_FULL, no partial parity,
+ * md's PPL logs full-stripe writes the same way) is written with FUA on the parity member of
+ * every one of those rows that is writable (every writable member once count >= members), and
+ * waited for. It supersedes every older entry of those rows at replay, whose partial parity the
+ * whole-stripe write made stale. Returns 0 (tok set; release with r5_ppl_done), or -EIO when the
+ * array was lost. Caller holds the stripe locks of the rows and q a buffer.
+ */
+int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_ppl_tok *tok);
+/* Flush hooks (raid_level.flush_begin / flush_end): before the member flush of a FLUSH request,
+ * note per ring the first entry whose stripe write is not complete (mark, RK_MAX_MEMBERS
+ * entries); after that flush succeeded, every entry below its ring's mark is durable: retire
+ * them (FUA head writes), so a replay never needs them. */
+void r5_ppl_flush_begin(struct raid_priv *r, uint64_t *mark);
+void r5_ppl_flush_end(struct raid_priv *r, const uint64_t *mark);
 /* The member writes of tok's window are done (successful or not): its entry can retire at the
  * next member flush. When one of its rings is half full, this call reclaims it (flushes the
  * members and writes the heads) before returning. No-op for an empty tok. */

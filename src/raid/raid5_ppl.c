@@ -152,6 +152,30 @@ static uint64_t ring_first_open(const struct r5_ppl *L, const struct ppl_ring *m
     return L->next_seq;
 }
 
+/* Write the retirement points upto[] (0: leave that ring) into the heads of the writable
+ * members and drop the retired entries. Lock held and busy set by the caller; the lock is
+ * dropped during the I/O. Every entry below upto[s] must be complete and flushed. */
+static void ppl_retire(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto)
+{
+    uint32_t n = r->l.g.members;
+    pthread_mutex_unlock(&L->lock);
+    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE);
+    for (uint32_t s = 0; s < n; s++)
+        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired || r5_ppl_write_head(r, L, s, upto[s]))
+            upto[s] = 0;
+    pthread_mutex_lock(&L->lock);
+    for (uint32_t s = 0; s < n; s++) {
+        struct ppl_ring *m = &L->m[s];
+        if (!upto[s] || upto[s] <= m->retired)
+            continue;
+        m->retired = upto[s];
+        while (m->count && m->q[m->first].seq < upto[s]) {
+            m->first = (m->first + 1) % L->cap;
+            m->count--;
+        }
+    }
+}
+
 /* Flush every writable member (so every completed stripe write is durable), write the new
  * retirement points into the heads and drop the retired entries. Lock held, not busy; the lock
  * is dropped during the I/O (busy keeps other reclaims and adoptions out). */
@@ -169,24 +193,12 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
         if (ret)
             raid_fail(r, s, ret);
     }
-    wr = raid_slot_mask(r, RAID_STATES_WRITE);
-    for (uint32_t s = 0; s < n; s++)
-        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired || r5_ppl_write_head(r, L, s, upto[s]))
-            upto[s] = 0;
     pthread_mutex_lock(&L->lock);
-    for (uint32_t s = 0; s < n; s++) {
-        struct ppl_ring *m = &L->m[s];
-        if (!upto[s])
-            continue;
-        m->retired = upto[s];
-        while (m->count && m->q[m->first].seq < upto[s]) {
-            m->first = (m->first + 1) % L->cap;
-            m->count--;
-        }
-    }
+    ppl_retire(r, L, upto);
     L->busy = false;
     ppl_wake(L);
 }
+
 
 /* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
  * after waiting or working): wait while another thread is busy or while the oldest entry of
@@ -277,9 +289,43 @@ static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slot
     return 0;
 }
 
+/* Seq of the oldest entry of m not yet durable (next_seq when all are). */
+static uint64_t ring_first_volatile(const struct r5_ppl *L, const struct ppl_ring *m)
+{
+    for (uint32_t i = 0; i < m->count; i++) {
+        const struct ppl_ent *e = &m->q[(m->first + i) % L->cap];
+        if (!e->durable)
+            return e->seq;
+    }
+    return L->next_seq;
+}
+
+/* Retire, without a member flush, the durable prefix of the rings of slots[0..n-1] (all rings
+ * when slots is NULL) that has one: a FUA head write each. Lock held, not busy. */
+static void ppl_retire_durable(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n)
+{
+    uint64_t upto[RK_MAX_MEMBERS] = {0};
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+        uint32_t s = slots ? slots[i] : (uint32_t)i;
+        const struct ppl_ring *m = &L->m[s];
+        if (m->dev == r->members[s] && m->count && m->q[m->first].durable) {
+            upto[s] = ring_first_volatile(L, m);
+            any = true;
+        }
+    }
+    if (!any)
+        return;
+    L->busy = true;
+    ppl_retire(r, L, upto);
+    L->busy = false;
+    ppl_wake(L);
+}
+
 void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
 {
     struct r5_ppl *L = q->p->ppl;
+    bool fua = q->wflags & RK_WRITE_FUA;
     if (!L || !tok->n)
         return;
     pthread_mutex_lock(&L->lock);
@@ -289,6 +335,7 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
             struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
             if (e->seq == tok->seq) {
                 e->done = true;
+                e->durable = fua;
                 break;
             }
         }
@@ -296,13 +343,19 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
     ppl_wake(L);
     /* Reclaim early, before writers have to wait: once a ring is half full and its oldest entry
      * is complete, this writer (its own stripe write is done) flushes and retires. */
+    bool reclaimed = false;
     for (int i = 0; i < tok->n && !L->busy; i++) {
         const struct ppl_ring *m = &L->m[tok->slot[i]];
         if (m->count && m->q[m->first].done && ring_used(L, m) > L->ring / 2) {
             ppl_reclaim_work(q->r, L);
+            reclaimed = true;
             break;
         }
     }
+    /* A FUA write is durable at its reply: retire it (with the durable entries before it) at
+     * once, so a replay never needs it. */
+    if (fua && !reclaimed && !L->busy)
+        ppl_retire_durable(q->r, L, tok->slot, tok->n);
     pthread_mutex_unlock(&L->lock);
 }
 
@@ -367,8 +420,8 @@ static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t
     uint32_t failed = 0;
     pthread_mutex_lock(&L->lock);
     for (;;) {
-        struct rk_io io[2];
-        uint32_t run_slot[2];
+        struct rk_io io[RK_MAX_MEMBERS];
+        uint32_t run_slot[RK_MAX_MEMBERS];
         int nio = 0, pending = 0;
         for (int i = 0; i < n; i++) {
             struct ppl_ring *m = &L->m[slots[i]];
@@ -482,7 +535,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (touched & (1u << k))
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
     e.flags = RK_PPL_HAS_P;
-    uint64_t size = rk_ppl_entry_bytes(&e), pos[2];
+    uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
     if (ppl_alloc(r, L, tok->slot, (int)nt, size, &e.seq, pos))
         return -EIO; /* tok->n is 0: nothing to release */
     tok->seq = e.seq;
@@ -514,4 +567,93 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     if (!ppl_commit(r, L, tok->slot, (int)nt, e.seq))
         return 0;
     return r5_alive(r) ? 0 : -EIO;
+}
+
+int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_ppl_tok *tok)
+{
+    struct r5_ppl *L = q->p->ppl;
+    struct raid_priv *r = q->r;
+    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE), slots = 0, n = r->l.g.members;
+    tok->n = 0;
+    if (!L || !L->on || !count)
+        return 0;
+    struct rk_ppl_entry e = {.id = L->id,
+                             .row = row,
+                             .len = r->l.g.chunk,
+                             .flags = RK_PPL_FULL,
+                             .nrows = (uint32_t)count};
+    if (count >= n) {
+        slots = wr;
+    } else {
+        for (uint64_t i = 0; i < count; i++) {
+            struct r5_geo g;
+            r5_geo(&r->l, row + i, &g);
+            for (uint32_t b = g.nd; b < g.n; b++)
+                slots |= wr & (1u << g.slot[b]);
+        }
+    }
+    for (uint32_t s = 0; s < n; s++)
+        if (slots & (1u << s))
+            tok->slot[tok->n++] = s;
+    if (!tok->n)
+        return 0;
+    uint64_t pos[RK_MAX_MEMBERS];
+    int nt = tok->n;
+    tok->n = 0;
+    if (ppl_alloc(r, L, tok->slot, nt, RK_PPL_BLOCK, &e.seq, pos))
+        return -EIO;
+    tok->seq = e.seq;
+    tok->n = nt;
+    for (int i = 0; i < nt; i++) {
+        char *b = L->m[tok->slot[i]].stage + pos[i];
+        rk_ppl_entry_encode(&e, (uint8_t *)b, b + RK_PPL_BLOCK);
+    }
+    pthread_mutex_lock(&L->lock);
+    for (int i = 0; i < nt; i++) {
+        struct ppl_ent *x = ring_ent(L, &L->m[tok->slot[i]], e.seq);
+        if (x)
+            x->ws = PPL_READY;
+    }
+    pthread_mutex_unlock(&L->lock);
+    if (!ppl_commit(r, L, tok->slot, nt, e.seq))
+        return 0;
+    return r5_alive(r) ? 0 : -EIO;
+}
+
+void r5_ppl_flush_begin(struct raid_priv *r, uint64_t *mark)
+{
+    struct r5_priv *p = r->level_priv;
+    struct r5_ppl *L = p ? p->ppl : NULL;
+    for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
+        mark[s] = 0;
+    if (!L)
+        return;
+    pthread_mutex_lock(&L->lock);
+    for (uint32_t s = 0; L->on && s < r->l.g.members; s++)
+        mark[s] = ring_first_open(L, &L->m[s]);
+    pthread_mutex_unlock(&L->lock);
+}
+
+void r5_ppl_flush_end(struct raid_priv *r, const uint64_t *mark)
+{
+    struct r5_priv *p = r->level_priv;
+    struct r5_ppl *L = p ? p->ppl : NULL;
+    if (!L)
+        return;
+    pthread_mutex_lock(&L->lock);
+    /* Every entry below its ring's mark was complete before this flush began: durable now. A
+     * ring with no durable oldest entry writes nothing (an idle array's flushes cost nothing);
+     * a thread reclaiming or adopting meanwhile retires on its own. */
+    for (uint32_t s = 0; s < r->l.g.members; s++) {
+        struct ppl_ring *m = &L->m[s];
+        for (uint32_t k = 0; k < m->count; k++) {
+            struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
+            if (e->seq >= mark[s])
+                break;
+            e->durable = true;
+        }
+    }
+    if (!L->busy)
+        ppl_retire_durable(r, L, NULL, (int)r->l.g.members);
+    pthread_mutex_unlock(&L->lock);
 }

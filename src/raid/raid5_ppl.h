@@ -22,6 +22,10 @@
 /* Payload flags: which partial parity the entry holds (in this order in the payload). */
 #define RK_PPL_HAS_P 1u
 #define RK_PPL_HAS_Q 2u
+/* A whole-stripe write (or zeroing) of rows [row, row + nrows): every data chunk modified over
+ * the whole chunk, no payload; alone in flags (lo 0, len chunk, no ranges). It supersedes every
+ * older entry of those rows (docs/FORMAT.md "Partial parity log"). */
+#define RK_PPL_FULL 4u
 
 /* Decode results besides 0: not a log block at all (no magic: skipped silently), or a log
  * block that cannot be trusted (the message says why; the caller logs it and ignores it). */
@@ -45,13 +49,15 @@ struct rk_ppl_range {
  * One entry: stripe row, the column window [lo, lo + len) it covers, the modified ranges, and
  * the partial parity over the window: for every column c, PP[c] = XOR of the data chunks not
  * modified at c, and (RK_PPL_HAS_Q) PQ[c] = sum of g^k D_k[c] over the same chunks. Payload:
- * PP then PQ, len bytes each.
+ * PP then PQ, len bytes each. An RK_PPL_FULL entry covers rows [row, row + nrows) whole and
+ * has no ranges and no payload.
  */
 struct rk_ppl_entry {
     uint64_t id, seq, row;
     uint32_t lo, len;
-    uint32_t flags; /* RK_PPL_HAS_P | RK_PPL_HAS_Q, at least one */
-    uint32_t nranges;
+    uint32_t flags; /* RK_PPL_HAS_P | RK_PPL_HAS_Q, at least one; or RK_PPL_FULL alone */
+    uint32_t nranges; /* 0 for RK_PPL_FULL */
+    uint32_t nrows;   /* RK_PPL_FULL: rows covered from row (>= 1); else 0 */
     uint32_t payload_crc; /* crc32c of the payload bytes (set by rk_ppl_entry_encode) */
     struct rk_ppl_range r[RK_MAX_MEMBERS];
 };

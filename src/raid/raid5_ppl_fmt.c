@@ -4,7 +4,7 @@
  *
  * Head:   0 magic "RKPPLHD1"  8 id u64  16 retired u64
  * Entry:  0 magic "RKPPLEN1"  8 id u64  16 seq u64  24 row u64  32 lo u32  36 len u32
- *        40 flags u32  44 nranges u32  48 payload_crc u32  52 reserved u32
+ *        40 flags u32  44 nranges u32  48 payload_crc u32  52 nrows u32 (RK_PPL_FULL only)
  *        56 ranges: nranges x 16 bytes (+0 chunk k u32, +4 a u32, +8 b u32, +12 reserved u32)
  * Both: 4092 crc32c u32; every other byte zero.
  */
@@ -25,6 +25,7 @@
 #define PPL_OFF_FLAGS  40
 #define PPL_OFF_NR     44
 #define PPL_OFF_PCRC   48
+#define PPL_OFF_NROWS  52
 #define PPL_OFF_RANGES 56
 #define PPL_RANGE_SIZE 16
 #define PPL_OFF_CRC    (RK_PPL_BLOCK - 4)
@@ -102,6 +103,7 @@ void rk_ppl_entry_encode(struct rk_ppl_entry *e, uint8_t *out, const void *paylo
     rk_put_le32(out + PPL_OFF_FLAGS, e->flags);
     rk_put_le32(out + PPL_OFF_NR, e->nranges);
     rk_put_le32(out + PPL_OFF_PCRC, e->payload_crc);
+    rk_put_le32(out + PPL_OFF_NROWS, e->nrows);
     for (uint32_t i = 0; i < e->nranges && i < RK_MAX_MEMBERS; i++) {
         uint8_t *x = out + PPL_OFF_RANGES + i * PPL_RANGE_SIZE;
         rk_put_le32(x, e->r[i].k);
@@ -131,6 +133,23 @@ static int ppl_check_ranges(const struct rk_ppl_entry *e, const struct rk_ppl_li
     return 0;
 }
 
+/* Bounds of a whole-stripe entry: flags RK_PPL_FULL alone, the whole chunk, no ranges, rows
+ * [row, row + nrows) inside the array, one header block. */
+static int ppl_check_full(const struct rk_ppl_entry *e, const struct rk_ppl_limits *lim, char *err,
+                          size_t errlen)
+{
+    if (e->flags != RK_PPL_FULL || e->lo || e->len != lim->chunk || e->nranges || !e->nrows ||
+        e->row >= lim->rows || e->nrows > lim->rows - e->row || RK_PPL_BLOCK > lim->room) {
+        rk_set_err(err, errlen,
+                   "log entry %" PRIu64 ": whole-stripe entry of rows [%" PRIu64 ", +%" PRIu32
+                   "), window [%" PRIu32 ", +%" PRIu32 "), flags %" PRIu32 ", %" PRIu32
+                   " ranges out of bounds",
+                   e->seq, e->row, e->nrows, e->lo, e->len, e->flags, e->nranges);
+        return RK_PPL_EFIELD;
+    }
+    return 0;
+}
+
 int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, struct rk_ppl_entry *e,
                         char *err, size_t errlen)
 {
@@ -146,14 +165,17 @@ int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, str
     e->flags = rk_get_le32(buf + PPL_OFF_FLAGS);
     e->nranges = rk_get_le32(buf + PPL_OFF_NR);
     e->payload_crc = rk_get_le32(buf + PPL_OFF_PCRC);
+    e->nrows = rk_get_le32(buf + PPL_OFF_NROWS);
+    if (e->flags & RK_PPL_FULL)
+        return ppl_check_full(e, lim, err, errlen);
     uint32_t allowed = lim->np == 2 ? RK_PPL_HAS_P | RK_PPL_HAS_Q : RK_PPL_HAS_P;
     if (e->row >= lim->rows || e->len == 0 || e->len % 512 || e->lo % 512 || e->lo >= lim->chunk ||
         e->len > lim->chunk - e->lo || !e->flags || (e->flags & ~allowed) || e->nranges == 0 ||
-        e->nranges > lim->nd || rk_ppl_entry_bytes(e) > lim->room) {
+        e->nranges > lim->nd || e->nrows || rk_ppl_entry_bytes(e) > lim->room) {
         rk_set_err(err, errlen,
                    "log entry %" PRIu64 ": stripe %" PRIu64 ", window [%" PRIu32 ", +%" PRIu32
-                   "), flags %" PRIu32 " or %" PRIu32 " ranges out of bounds",
-                   e->seq, e->row, e->lo, e->len, e->flags, e->nranges);
+                   "), flags %" PRIu32 ", %" PRIu32 " ranges or %" PRIu32 " rows out of bounds",
+                   e->seq, e->row, e->lo, e->len, e->flags, e->nranges, e->nrows);
         return RK_PPL_EFIELD;
     }
     for (uint32_t i = 0; i < e->nranges; i++) {

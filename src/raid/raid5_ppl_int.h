@@ -22,6 +22,7 @@ struct ppl_ent {
     int result;   /* of its log write, once PPL_DURABLE (0 or -errno) */
     uint64_t run; /* PPL_WRITING: the log write carrying it (its leader's seq) */
     bool done;    /* the stripe write completed (durable after the next member flush) */
+    bool durable; /* done and durable: its member writes were FUA, or a flush followed */
 };
 
 /* One member's ring: live entries [first, first + count) of q (circular, cap entries). Entries

@@ -99,30 +99,6 @@ static int ppl_read(struct r5_req *q, const struct r5_geo *g, uint32_t want, uin
     return r5_io_run(q, &v) ? -EIO : 0;
 }
 
-/* Sorted, distinct column breakpoints of entry e (window ends and every range's ends) into pt;
- * returns their count. */
-static uint32_t ppl_points(const struct rk_ppl_entry *e, uint32_t *pt)
-{
-    uint32_t n = 0;
-    pt[n++] = e->lo;
-    pt[n++] = e->lo + e->len;
-    for (uint32_t i = 0; i < e->nranges; i++) {
-        pt[n++] = e->r[i].a;
-        pt[n++] = e->r[i].b;
-    }
-    for (uint32_t i = 1; i < n; i++) /* insertion sort: n <= 2 * nd + 2 */
-        for (uint32_t j = i; j > 0 && pt[j - 1] > pt[j]; j--) {
-            uint32_t t = pt[j];
-            pt[j] = pt[j - 1];
-            pt[j - 1] = t;
-        }
-    uint32_t m = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (!m || pt[m - 1] != pt[i])
-            pt[m++] = pt[i];
-    return m;
-}
-
 /* raid6, data chunk set gone (one chunk) missing: over [off, off+n) of q's blocks (P and the
  * other data chunks read), rebuild the missing chunk from P and recompute Q from the data, so
  * both parities give the same version of it. */
@@ -143,135 +119,345 @@ static void ppl_q_from_p(struct r5_req *q, const struct r5_geo *g, uint32_t gone
     r5_parity_gen(2, g->nd, n, data, pb, r5_blk(q, g->nd + 1) + off);
 }
 
-/* From entry x's partial parity: over every column run [s, t) of its window where no chunk
- * modified there is missing (a column's partial parity is the XOR of the chunks not modified
- * at that column, docs/FORMAT.md "Partial parity log"), P = PP ^ the chunks modified there (Q
- * likewise); runs where a modified chunk is missing keep the parity read from the members.
- * *partial is set when such a run may leave a missing chunk reading neither of its versions.
- * Returns the parity blocks computed, 0 on error. */
-static uint32_t ppl_parity_pp(struct r5_req *q, const struct r5_geo *g, const struct ppl_found *x,
-                              uint32_t rd, uint64_t moff, bool *partial)
+/* One write of the log as the replay sees it: the copies of one seq found on the members
+ * (raid6: P's entry and Q's entry) merged; pp, pq: the partial parities found (NULL: none). */
+struct ppl_lent {
+    struct rk_ppl_entry e;
+    const char *pp, *pq;
+};
+
+/* Does logical entry y concern stripe row? */
+static bool lent_on_row(const struct ppl_lent *y, uint64_t row)
 {
-    const struct rk_ppl_entry *e = &x->e;
-    uint32_t nd = g->nd, dmask = (1u << nd) - 1, mod = 0, par = 0, pt[2 * RK_MAX_MEMBERS + 2];
-    uint64_t len = e->len;
-    char *pb = r5_blk(q, nd), *qb = g->np == 2 ? r5_blk(q, nd + 1) : NULL;
-    bool hp = e->flags & RK_PPL_HAS_P, hq = (e->flags & RK_PPL_HAS_Q) && qb;
-    for (uint32_t i = 0; i < e->nranges; i++)
-        mod |= 1u << e->r[i].k;
-    par = (hp ? 1u << nd : 0) | (hq ? 2u << nd : 0);
-    uint32_t np = ppl_points(e, pt), pq2 = g->np == 2 ? 3u << nd : 0, gone = dmask & ~rd;
-    bool both = pq2 && (rd & pq2) == pq2, single = gone && !(gone & (gone - 1));
-    /* raid6 with one data chunk gone and both parities: Q follows P where only it changed. */
-    uint32_t want = (mod & rd) | par | (hq && both && single ? (dmask & rd) | (1u << nd) : 0);
-    if ((par & ~rd) || ppl_read(q, g, want, len, moff))
+    if (y->e.flags & RK_PPL_FULL)
+        return row >= y->e.row && row - y->e.row < y->e.nrows;
+    return y->e.row == row;
+}
+
+/* Data chunks entry y modified over all of the columns [s, t) (a whole-stripe entry: all). */
+static uint32_t lent_mod(const struct ppl_lent *y, uint32_t nd, uint32_t s, uint32_t t)
+{
+    if (y->e.flags & RK_PPL_FULL)
+        return (1u << nd) - 1;
+    uint32_t at = 0;
+    for (uint32_t i = 0; i < y->e.nranges; i++)
+        if (y->e.r[i].a <= s && t <= y->e.r[i].b)
+            at |= 1u << y->e.r[i].k;
+    return at;
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Column breakpoints inside x's window [lo, hi): its ends and every window and range end of the
+ * partial entries of its row, sorted and distinct, into pt (malloc'ed, caller frees); returns
+ * their count, 0 on allocation failure. Between two neighbours, every entry of the row covers a
+ * column run wholly or not at all. */
+static uint32_t lent_points(const struct ppl_lent *ls, size_t nl, const struct ppl_lent *x,
+                            uint32_t **ptp)
+{
+    uint32_t lo = x->e.lo, hi = x->e.lo + x->e.len, n = 0;
+    size_t cap = 2;
+    for (size_t j = 0; j < nl; j++)
+        if (!(ls[j].e.flags & RK_PPL_FULL) && ls[j].e.row == x->e.row)
+            cap += 2 + 2 * (size_t)ls[j].e.nranges;
+    uint32_t *pt = malloc(cap * sizeof(*pt));
+    if (!pt)
         return 0;
-    const char *ppp = hp ? x->payload : NULL, *ppq = hq ? x->payload + (hp ? len : 0) : NULL;
-    for (uint32_t j = 0; j + 1 < np; j++) {
-        uint32_t s = pt[j], t = pt[j + 1], at = 0;
-        for (uint32_t i = 0; i < e->nranges; i++)
-            if (e->r[i].a <= s && t <= e->r[i].b)
-                at |= 1u << e->r[i].k;
-        uint64_t off = s - e->lo, n = t - s;
-        if (at & ~rd) {
-            /* A chunk modified here is missing: the parity stays as it is. The missing chunk
-             * then reads as that parity gives it, one of its versions, unless another chunk
-             * modified here (whose version the parity may not match) is present, or raid6
-             * keeps two parities that may hold different versions of it: with one data chunk
-             * gone, Q is recomputed from the data P gives (the P entry leaves P). */
-            *partial |= (at & rd) || (both && !single);
-            if (!(at & rd) && hq && both && single)
-                ppl_q_from_p(q, g, gone, off, n);
+#define PPL_PT(v)                                                                                  \
+    do {                                                                                           \
+        uint32_t v_ = (v);                                                                         \
+        if (v_ >= lo && v_ <= hi)                                                                  \
+            pt[n++] = v_;                                                                          \
+    } while (0)
+    PPL_PT(lo);
+    PPL_PT(hi);
+    for (size_t j = 0; j < nl; j++) {
+        const struct rk_ppl_entry *y = &ls[j].e;
+        if ((y->flags & RK_PPL_FULL) || y->row != x->e.row)
             continue;
-        }
-        if (ppp)
-            memcpy(pb + off, ppp + off, n);
-        if (ppq)
-            memcpy(qb + off, ppq + off, n);
-        for (uint32_t k = 0; k < nd; k++) {
-            if (!(at & (1u << k)))
-                continue;
-            const char *d = r5_blk(q, k) + off;
-            if (hq)
-                rk_parity_rmw(2, (int)k, n, pb + off, qb + off, q->p->zero, d);
-            else
-                rk_parity_xor_into(n, pb + off, d);
+        PPL_PT(y->lo);
+        PPL_PT(y->lo + y->len);
+        for (uint32_t i = 0; i < y->nranges; i++) {
+            PPL_PT(y->r[i].a);
+            PPL_PT(y->r[i].b);
         }
     }
-    return par;
+#undef PPL_PT
+    qsort(pt, n, sizeof(*pt), u32_cmp);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (!m || pt[m - 1] != pt[i])
+            pt[m++] = pt[i];
+    *ptp = pt;
+    return m;
 }
 
-/* Compute the parity of entry x's window into q's P/Q buffers: from all data (every data chunk
- * readable) or from the partial parity and the modified chunks (ppl_parity_pp). Returns the
- * parity blocks computed, 0 when neither is possible. */
-static uint32_t ppl_parity(struct r5_req *q, const struct r5_geo *g, const struct ppl_found *x,
-                           uint32_t rd, uint64_t moff, bool *partial)
+/* What the other live entries of x's row say about its column run [s, t): *newer when a later
+ * entry's window covers it (that entry decides there), *older the data chunks that earlier
+ * entries (still live: maybe not durable) modified there. */
+static void lent_context(const struct ppl_lent *ls, size_t nl, size_t xi, uint32_t nd, uint32_t s,
+                         uint32_t t, bool *newer, uint32_t *older)
 {
-    uint32_t nd = g->nd, dmask = (1u << nd) - 1;
-    if ((rd & dmask) == dmask) {
-        void *data[RK_MAX_MEMBERS];
-        if (ppl_read(q, g, dmask, x->e.len, moff))
-            return 0;
-        for (uint32_t k = 0; k < nd; k++)
-            data[k] = r5_blk(q, k);
-        r5_parity_gen(g->np, nd, x->e.len, data, r5_blk(q, nd),
-                      g->np == 2 ? r5_blk(q, nd + 1) : NULL);
-        return ((1u << g->n) - 1) & ~dmask;
+    const struct ppl_lent *x = &ls[xi];
+    *newer = false;
+    *older = 0;
+    for (size_t j = 0; j < nl; j++) {
+        const struct ppl_lent *y = &ls[j];
+        if (j == xi || !lent_on_row(y, x->e.row))
+            continue;
+        bool full = y->e.flags & RK_PPL_FULL;
+        if (y->e.seq > x->e.seq)
+            *newer |= full || (y->e.lo <= s && t <= y->e.lo + y->e.len);
+        else
+            *older |= lent_mod(y, nd, s, t);
     }
-    return ppl_parity_pp(q, g, x, rd, moff, partial);
 }
 
-/* Replay one entry (stripe lock taken here). Returns 1 (parity rewritten), 0 (nothing to
- * rewrite: no parity member left) or -1 (cannot: a modified chunk is missing too). */
-static int ppl_apply(struct r5_req *q, const struct ppl_found *x)
+/* Apply the partial parities of x over [off, off+n) of its window (q's blocks hold everything
+ * readable): P = PP ^ the chunks modified there (at), Q = PQ ^ sum g^k D_k likewise. Returns
+ * the parity blocks so computed. */
+static uint32_t lent_pp(struct r5_req *q, const struct r5_geo *g, const struct ppl_lent *x,
+                        uint32_t at, uint64_t off, uint64_t n)
+{
+    uint32_t nd = g->nd;
+    char *pb = r5_blk(q, nd), *qb = g->np == 2 ? r5_blk(q, nd + 1) : NULL;
+    char *pw = x->pp ? pb : r5_blk(q, g->n); /* P scratch when only PQ is known */
+    bool hq = x->pq && qb;
+    if (!x->pp && !hq)
+        return 0;
+    if (x->pp)
+        memcpy(pb + off, x->pp + off, n);
+    else
+        memset(pw + off, 0, n);
+    if (hq)
+        memcpy(qb + off, x->pq + off, n);
+    for (uint32_t k = 0; k < nd; k++) {
+        if (!(at & (1u << k)))
+            continue;
+        const char *d = r5_blk(q, k) + off;
+        if (hq)
+            rk_parity_rmw(2, (int)k, n, pw + off, qb + off, q->p->zero, d);
+        else
+            rk_parity_xor_into(n, pb + off, d);
+    }
+    return (x->pp ? 1u << nd : 0) | (hq ? 2u << nd : 0);
+}
+
+/*
+ * One column run [s, t) of partial entry x with data chunks gone (docs/FORMAT.md "Replay"): q's
+ * blocks hold every readable block (rd) of the window. Proven when the chunks it assumes
+ * unchanged are (no older live entry modified a readable one there) and either no missing chunk
+ * was modified there (parity from the partial parity: the missing chunks read their content as
+ * of x) or only missing chunks were (the parity on the member is kept: any version of it gives
+ * a version of those chunks). raid6 with both parities on members makes Q follow P (one chunk
+ * gone). Returns false when the run cannot be proven consistent (its parity is left).
+ */
+static bool lent_run(struct r5_req *q, const struct r5_geo *g, const struct ppl_lent *x,
+                     uint32_t rd, uint32_t targets, uint32_t at, uint32_t older, uint64_t off,
+                     uint64_t n)
+{
+    uint32_t nd = g->nd, dmask = (1u << nd) - 1, gone = dmask & ~rd, pbit = 1u << nd;
+    uint32_t qbit = g->np == 2 ? 2u << nd : 0;
+    bool one = gone && !(gone & (gone - 1));
+    if (older & ~at & rd & dmask)
+        return false; /* x's partial parity assumes a chunk a live write may not have reached */
+    uint32_t have = 0; /* parity blocks in q's buffers that are consistent with the data */
+    if (!(at & gone)) {
+        have = lent_pp(q, g, x, at, off, n);
+        if ((targets & pbit) && !(have & pbit))
+            return false; /* P's entry not found: its parity cannot be rebuilt */
+    } else {
+        if (at & rd & dmask)
+            return false; /* a readable and a missing chunk modified: versions may differ */
+        have = rd & (pbit | qbit);
+        if (qbit && (have & pbit) && (have & qbit))
+            have &= ~qbit; /* two parities on the members may hold different versions */
+    }
+    /* Q a target without a consistent value (its entry was not found, or it may disagree with
+     * P): recomputed from the data, with the one missing chunk as P gives it. */
+    if ((targets & qbit) && !(have & qbit)) {
+        if (!(have & pbit) || !one)
+            return false;
+        ppl_q_from_p(q, g, gone, off, n);
+    }
+    return true;
+}
+
+/* Write q's parity buffers in blocks (targets) over [moff, moff+len) of stripe g. */
+static void lent_write(struct r5_req *q, const struct r5_geo *g, uint32_t blocks, uint64_t len,
+                       uint64_t moff)
+{
+    struct r5_ios v = {.n = 0};
+    for (uint32_t b = g->nd; b < g->n; b++)
+        if (blocks & (1u << b))
+            r5_io_add(&v, q->r, g->slot[b], RK_OP_WRITE, 0, r5_blk(q, b), len, moff);
+    if (v.n)
+        r5_io_write(q, &v, NULL);
+}
+
+/* Parity from the data over [moff, moff+len) of stripe g (every data chunk readable) into the
+ * parity blocks targets. Returns 0 or -EIO. */
+static int lent_from_data(struct r5_req *q, const struct r5_geo *g, uint32_t targets, uint64_t len,
+                          uint64_t moff)
+{
+    void *data[RK_MAX_MEMBERS];
+    uint32_t nd = g->nd;
+    if (ppl_read(q, g, (1u << nd) - 1, len, moff))
+        return -EIO;
+    for (uint32_t k = 0; k < nd; k++)
+        data[k] = r5_blk(q, k);
+    r5_parity_gen(g->np, nd, len, data, r5_blk(q, nd), g->np == 2 ? r5_blk(q, nd + 1) : NULL);
+    lent_write(q, g, targets, len, moff);
+    return 0;
+}
+
+/* Writable parity blocks of stripe g. */
+static uint32_t lent_targets(struct raid_priv *r, const struct r5_geo *g)
+{
+    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE), t = 0;
+    for (uint32_t b = g->nd; b < g->n; b++)
+        if (wr & (1u << g->slot[b]))
+            t |= 1u << b;
+    return t;
+}
+
+/* Replay whole-stripe entry x: each of its rows that no later whole-stripe entry covers gets
+ * its parity from the data; a row with a data chunk gone cannot be proven (the write may have
+ * reached only some members). Returns the rows left unproven. */
+static uint64_t lent_apply_full(struct r5_req *q, const struct ppl_lent *ls, size_t nl, size_t xi)
 {
     struct raid_priv *r = q->r;
+    const struct ppl_lent *x = &ls[xi];
+    uint64_t chunk = r->l.g.chunk, win = q->p->win, left = 0;
+    for (uint64_t row = x->e.row; row < x->e.row + x->e.nrows; row++) {
+        bool later = false;
+        for (size_t j = xi + 1; j < nl && !later; j++)
+            later = (ls[j].e.flags & RK_PPL_FULL) && lent_on_row(&ls[j], row);
+        struct r5_geo g;
+        r5_geo(&r->l, row, &g);
+        uint32_t targets = lent_targets(r, &g), dmask = (1u << g.nd) - 1;
+        if (later || !targets)
+            continue;
+        stripe_lock_range(&q->p->locks, row, 1);
+        r5c_drop(q->p, row, 1);
+        bool ok = (r5_blk_readable(r, &g, row * chunk, chunk) & dmask) == dmask;
+        for (uint64_t lo = 0; ok && lo < chunk; lo += win)
+            ok = !lent_from_data(q, &g, targets, chunk - lo < win ? chunk - lo : win,
+                                 row * chunk + lo);
+        stripe_unlock_range(&q->p->locks, row, 1);
+        left += !ok;
+    }
+    return left;
+}
+
+/* Replay partial entry x (ls sorted by seq, x = ls[xi]). Returns true when every column run of
+ * its window is proven consistent (or decided by a later entry). */
+static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, size_t xi)
+{
+    struct raid_priv *r = q->r;
+    const struct ppl_lent *x = &ls[xi];
     struct r5_geo g;
     r5_geo(&r->l, x->e.row, &g);
     uint64_t moff = g.row * r->l.g.chunk + x->e.lo, len = x->e.len;
-    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE), targets = 0;
-    for (uint32_t b = g.nd; b < g.n; b++)
-        if (wr & (1u << g.slot[b]))
-            targets |= 1u << b;
+    uint32_t targets = lent_targets(r, &g), dmask = (1u << g.nd) - 1, *pt = NULL;
+    for (size_t j = xi + 1; j < nl; j++)
+        if ((ls[j].e.flags & RK_PPL_FULL) && lent_on_row(&ls[j], x->e.row))
+            return true; /* a later whole-stripe write decides the whole stripe */
     if (!targets)
-        return 0;
+        return true;
     stripe_lock_range(&q->p->locks, g.row, 1);
     r5c_drop(q->p, g.row, 1);
     uint32_t rd = r5_blk_readable(r, &g, moff, len);
-    bool partial = false;
-    uint32_t got = ppl_parity(q, &g, x, rd, moff, &partial) & targets;
-    struct r5_ios v = {.n = 0};
-    for (uint32_t b = g.nd; b < g.n; b++)
-        if (got & (1u << b))
-            r5_io_add(&v, r, g.slot[b], RK_OP_WRITE, 0, r5_blk(q, b), len, moff);
-    if (v.n)
-        r5_io_write(q, &v, NULL);
+    bool ok = true;
+    if ((rd & dmask) == dmask) {
+        ok = !lent_from_data(q, &g, targets, len, moff);
+    } else if (ppl_read(q, &g, rd, len, moff)) {
+        ok = false;
+    } else {
+        uint32_t np = lent_points(ls, nl, x, &pt);
+        ok = np >= 2;
+        for (uint32_t j = 0; j + 1 < np; j++) {
+            uint32_t s = pt[j], t = pt[j + 1], older;
+            bool newer;
+            lent_context(ls, nl, xi, g.nd, s, t, &newer, &older);
+            if (!newer)
+                ok &= lent_run(q, &g, x, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
+                               t - s);
+        }
+        lent_write(q, &g, targets, len, moff);
+    }
+    free(pt);
     stripe_unlock_range(&q->p->locks, g.row, 1);
-    return got && !partial ? 1 : -1;
+    return ok;
 }
 
-/* Replay the entries sc found, in seq order (raid6: P's and Q's entry of one write each fix
- * their own parity; with all data readable both recompute both, which is idempotent). */
+/* The entries sc found, sorted by seq, the copies of one seq merged (raid6: P's and Q's entry),
+ * into *out (malloc'ed); returns their count. */
+static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
+{
+    size_t n = 0;
+    *out = NULL;
+    if (!sc->nf)
+        return 0;
+    qsort(sc->f, sc->nf, sizeof(*sc->f), ppl_found_cmp);
+    struct ppl_lent *ls = calloc(sc->nf, sizeof(*ls));
+    if (!ls)
+        return 0;
+    for (size_t i = 0; i < sc->nf; i++) {
+        const struct ppl_found *f = &sc->f[i];
+        if (!n || ls[n - 1].e.seq != f->e.seq || ls[n - 1].e.row != f->e.row)
+            ls[n++] = (struct ppl_lent){.e = f->e};
+        struct ppl_lent *x = &ls[n - 1];
+        if ((f->e.flags & RK_PPL_FULL) != (x->e.flags & RK_PPL_FULL))
+            continue; /* cannot happen with one writer of seqs; keep the first */
+        if (f->e.flags & RK_PPL_HAS_P)
+            x->pp = f->payload;
+        if (f->e.flags & RK_PPL_HAS_Q)
+            x->pq = f->payload + ((f->e.flags & RK_PPL_HAS_P) ? f->e.len : 0);
+        x->e.flags |= f->e.flags;
+    }
+    *out = ls;
+    return n;
+}
+
+/* Replay the entries sc found (docs/FORMAT.md "Replay"): per column, the latest live entry that
+ * covers it decides. Returns the stripe windows left unproven. */
 static int ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
 {
     struct r5_req q;
+    struct ppl_lent *ls;
+    size_t nl = lent_collect(sc, &ls);
     int done = 0, skipped = 0;
-    if (sc->nf)
-        qsort(sc->f, sc->nf, sizeof(*sc->f), ppl_found_cmp);
+    if (sc->nf && !ls)
+        return 1; /* out of memory: nothing proven */
     r5_req_init(&q, r, 0);
     r5_req_buf(&q);
-    for (size_t i = 0; i < sc->nf; i++) {
-        int ret = ppl_apply(&q, &sc->f[i]);
-        done += ret > 0;
-        if (ret < 0) {
-            skipped++;
-            rk_warn("raid: log entry %" PRIu64 " (stripe %" PRIu64 "): a chunk it modified is "
-                    "missing and the log cannot tell which version its parity holds; that "
-                    "parity is left as it is",
-                    sc->f[i].e.seq, sc->f[i].e.row);
-        }
+    for (size_t i = 0; i < nl; i++) {
+        const struct rk_ppl_entry *e = &ls[i].e;
+        uint64_t left = (e->flags & RK_PPL_FULL) ? lent_apply_full(&q, ls, nl, i)
+                                                 : !lent_apply(&q, ls, nl, i);
+        done += !left;
+        if (!left)
+            continue;
+        skipped++;
+        if (e->flags & RK_PPL_FULL)
+            rk_warn("raid: log entry %" PRIu64 " (whole stripes %" PRIu64 "..+%" PRIu32 "): %" PRIu64
+                    " of them miss a data chunk and may have been written in part; their parity "
+                    "is left as it is",
+                    e->seq, e->row, e->nrows, left);
+        else
+            rk_warn("raid: log entry %" PRIu64 " (stripe %" PRIu64 "): a chunk it modified, or "
+                    "one a live earlier write modified, is missing or its parity's log entry is "
+                    "gone, and the log cannot tell which version the parity holds; that parity "
+                    "is left as it is",
+                    e->seq, e->row);
     }
     r5_req_done(&q);
+    free(ls);
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if ((raid_slot_mask(r, RAID_STATES_WRITE) & (1u << s)) && rk_dev_flush(r->members[s]))
             raid_fail(r, s, -EIO);

@@ -223,7 +223,12 @@ static int r5_full_stripes(struct r5_req *q, const char *buf, uint64_t row, uint
             r5_io_add(&v, r, g.slot[b], RK_OP_WRITE, q->wflags, from, chunk, (row + i) * chunk);
         }
     }
-    int ret = r5_io_write(q, &v, NULL);
+    /* Logged (header only) before any member write: it supersedes the stripes' older entries. */
+    struct r5_ppl_tok tok;
+    int ret = r5_ppl_log_full(q, row, count, &tok);
+    if (!ret)
+        ret = r5_io_write(q, &v, NULL);
+    r5_ppl_done(q, &tok);
     stripe_unlock_range(&q->p->locks, row, count);
     return ret;
 }
@@ -352,7 +357,11 @@ static int r5_zero_stripes(struct r5_req *q, uint64_t row, uint64_t count, uint3
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if (wr & (1u << s))
             r5_io_add(&v, r, s, RK_OP_WRITE_ZEROES, flags, NULL, count * chunk, row * chunk);
-    int ret = r5_io_write(q, &v, NULL);
+    struct r5_ppl_tok tok;
+    int ret = r5_ppl_log_full(q, row, count, &tok);
+    if (!ret)
+        ret = r5_io_write(q, &v, NULL);
+    r5_ppl_done(q, &tok);
     stripe_unlock_range(&q->p->locks, row, count);
     return ret;
 }
@@ -370,8 +379,12 @@ int r5_zero(struct r5_req *q, uint64_t len, uint64_t off, bool zero, uint32_t fl
         return zero ? r5_write(q, NULL, len, off, false) : 0;
     if (zero && off < first * sbytes)
         ret = r5_write(q, NULL, first * sbytes - off, off, false);
-    if (!ret)
-        ret = r5_zero_stripes(q, first, last - first, zero ? flags : 0);
+    /* In pieces whose row count fits a whole-stripe log entry (u32). */
+    for (uint64_t row = first; !ret && row < last;) {
+        uint64_t count = last - row < (1u << 30) ? last - row : (1u << 30);
+        ret = r5_zero_stripes(q, row, count, zero ? flags : 0);
+        row += count;
+    }
     if (!ret && zero && last * sbytes < end)
         ret = r5_write(q, NULL, end - last * sbytes, last * sbytes, false);
     return ret;

@@ -112,6 +112,11 @@ struct raid_level {
      * flush reaches the members, before block status and at close. A whole drain returns -EIO
      * when a held, acknowledged write was lost since the last whole drain, else 0. */
     int (*drain)(struct raid_priv *r, uint64_t off, uint64_t len);
+    /* Optional: around the member flush of a FLUSH request, after its drain (raid5/6: the
+     * partial parity log retires the entries that flush made durable, raid5_ppl.c). begin fills
+     * mark (RK_MAX_MEMBERS values); end runs only when the member flush succeeded. */
+    void (*flush_begin)(struct raid_priv *r, uint64_t *mark);
+    void (*flush_end)(struct raid_priv *r, const uint64_t *mark);
     /* True for levels whose stripes can be left inconsistent by a crash in a way that a
      * degraded start cannot detect or repair (the RAID5/6 write hole): a dirty and degraded
      * start of such a level needs --force. */
