@@ -342,8 +342,7 @@ static int file_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uin
 
 /* Zero [off, off+len) of p's file: punch (unless RK_ZERO_NO_HOLE), ZERO_RANGE, else write a
  * zero buffer; a FUA flag makes it durable. On a mapped member the caller holds the punch. */
-static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off,
-                                    uint32_t flags)
+static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags)
 {
     int r = -EOPNOTSUPP;
     /* Punching a hole both zeroes and frees space; ZERO_RANGE keeps the blocks allocated. */
@@ -539,7 +538,8 @@ static bool file_inline_wanted(int fd, bool direct)
 static bool file_mmap_wanted(int fd, const struct stat *st, uint32_t flags)
 {
     const char *env = getenv("RAIDKIT_MEMBER_IO");
-    if ((env && *env && strcmp(env, "mmap")) || (flags & RK_FILE_READ_ONLY) || !S_ISREG(st->st_mode))
+    if ((env && *env && strcmp(env, "mmap")) || (flags & RK_FILE_READ_ONLY) ||
+        !S_ISREG(st->st_mode))
         return false;
     struct statfs sf;
     return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
@@ -680,10 +680,10 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     rk_debug("member %s: %s, %s, block %u, engine %s%s", path, direct ? "O_DIRECT" : "buffered",
              p->read_only ? "read-only" : "read-write", block_size,
              p->use_uring ? "io_uring" : "pread",
-             p->mapped                    ? " (data I/O by memcpy on a shared mapping)"
+             p->mapped                      ? " (data I/O by memcpy on a shared mapping)"
              : p->use_uring && p->inline_io ? " (data I/O inline)"
-             : p->local_io                ? " (rounds on per-thread rings)"
-                                          : "");
+             : p->local_io                  ? " (rounds on per-thread rings)"
+                                            : "");
     *out = dev;
     return 0;
 out:

@@ -18,10 +18,10 @@
 
 /* The shared mapping of a member on a memory file system (file_mmap.c). */
 struct file_mmap {
-    char *base;                /* MAP_SHARED mapping of [0, size) of the file */
-    uint64_t size;             /* bytes mapped: the member size rounded down to 4 KiB */
-    _Atomic uint64_t *alloc;   /* one bit per 4 KiB page: set = the file holds the page */
-    pthread_rwlock_t punch;    /* read: a write by memcpy; write: a hole punch */
+    char *base;              /* MAP_SHARED mapping of [0, size) of the file */
+    uint64_t size;           /* bytes mapped: the member size rounded down to 4 KiB */
+    _Atomic uint64_t *alloc; /* one bit per 4 KiB page: set = the file holds the page */
+    pthread_rwlock_t punch;  /* read: a write by memcpy; write: a hole punch */
 };
 
 struct file_priv {

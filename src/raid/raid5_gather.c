@@ -128,8 +128,7 @@ static int r5g_put(struct raid_priv *r, char *buf, uint64_t len, uint64_t off)
  * the I/O). An entry already being written out is waited for instead. Returns 0 or the
  * write-out's error (also kept in g->err).
  */
-static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row,
-                         enum r5g_cause cause)
+static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row, enum r5g_cause cause)
 {
     if (e->state == R5G_FREE || e->row != row)
         return 0;
