@@ -42,6 +42,11 @@ const char *rk_file_engine(const struct rk_dev *dev);
  * a device not from rk_file_open. */
 bool rk_file_inline(const struct rk_dev *dev);
 
+/* True when dev's reads and writes of pages its file holds are memcpys on a shared mapping (a
+ * writable member on tmpfs or ramfs, src/member/file_mmap.c; RAIDKIT_MEMBER_IO=inline|ring|
+ * reaper turns it off). false for a device not from rk_file_open. */
+bool rk_file_mapped(const struct rk_dev *dev);
+
 /* Fault kinds for rk_fault_add_range(). */
 #define RK_FAULT_READ  0x1u
 #define RK_FAULT_WRITE 0x2u

@@ -314,6 +314,33 @@ struct rk_raid_bitmap_stats {
 /* Fill *s (all zero without a bitmap). Returns 0 or -EINVAL. */
 int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s);
 
+/* Stripe gathering of raid5/raid6 (src/raid/raid5_gather.c; docs/ARCHITECTURE.md "Stripe
+ * gathering"): its setting and counters since open (status, tests, benchmarks). A write-out
+ * writes one held stripe to the members: whole (one full-stripe write, no reads, no log entry)
+ * or in part (ordinary partial-stripe writes); each has one cause. */
+struct rk_raid_gather_stats {
+    bool level_has;              /* the level gathers (raid5, raid6) */
+    bool on;                     /* gathering runs (off: RAIDKIT_RAID5_GATHER_US=0, no cache) */
+    uint64_t hold_us;            /* hold after a stripe's last write, microseconds */
+    uint32_t entries;            /* stripes that can be held at once (memory bound) */
+    uint64_t stripe_bytes;       /* array bytes of one stripe */
+    uint32_t held_now;           /* stripes held (or being written out) now */
+    uint64_t writes_held;        /* write pieces copied into a held stripe and acknowledged */
+    uint64_t bytes_held;         /* their bytes */
+    uint64_t full_stripe_writes; /* write-outs of a whole stripe */
+    uint64_t partial_writes;     /* write-outs of part of a stripe */
+    uint64_t out_whole_fill;     /* write-outs because the last write made the stripe whole */
+    uint64_t out_timeout;        /* ... because the hold time ended */
+    uint64_t out_flush;          /* ... by a FLUSH (or the close) */
+    uint64_t out_fua;            /* ... before a FUA write into the stripe */
+    uint64_t out_memory;         /* ... to free an entry for another stripe (memory bound) */
+    uint64_t out_other;          /* ... before a read, discard, write-zeroes, block status or
+                                  * whole-stripe write of the stripe, or a too scattered write */
+};
+
+/* Fill *s (all zero for levels without gathering). Returns 0 or -EINVAL (not a raid device). */
+int rk_raid_gather_stats(struct rk_dev *raid, struct rk_raid_gather_stats *s);
+
 /* Set, durably on the members, the bit of every region set in bits (nregions bits, the area's
  * bit encoding: bit i is bits[i / 8] >> (i % 8)), e.g. the regions a returning member wrote on
  * its own while away (re-add, docs/FORMAT.md "Re-add"). Returns once the area holding them is

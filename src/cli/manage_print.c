@@ -106,6 +106,20 @@ void mgmt_print_status(const cJSON *st)
     } else {
         printf("scrub:    never run since start\n");
     }
+    const cJSON *ga = cJSON_GetObjectItem(st, "gather"); /* raid5/raid6 stripe gathering */
+    const cJSON *wo = cJSON_GetObjectItem(ga, "write_outs");
+    if (cJSON_IsObject(ga) && !cJSON_IsTrue(cJSON_GetObjectItem(ga, "on")))
+        printf("gather:   off\n");
+    else if (cJSON_IsObject(ga))
+        printf(
+            "gather:   hold %.0f us, %.0f of %.0f stripes held; %.0f writes held; %.0f full-stripe"
+            " + %.0f partial write-outs (whole %.0f, timeout %.0f, flush %.0f, fua %.0f, memory"
+            " %.0f, other %.0f)\n",
+            mgmt_num(ga, "hold_us"), mgmt_num(ga, "stripes_held"), mgmt_num(ga, "entries"),
+            mgmt_num(ga, "writes_held"), mgmt_num(ga, "full_stripe_writes"),
+            mgmt_num(ga, "partial_writes"), mgmt_num(wo, "whole"), mgmt_num(wo, "timeout"),
+            mgmt_num(wo, "flush"), mgmt_num(wo, "fua"), mgmt_num(wo, "memory"),
+            mgmt_num(wo, "other"));
     cli_cache_print_status(cJSON_GetObjectItem(st, "cache"));
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "bad_ranges"))
     {

@@ -193,6 +193,37 @@ static void ctl_add_bitmap(cJSON *root, struct rk_dev *raid)
 }
 
 /* "last_scrub": the result of the last finished scrub, null when none ran since start. */
+/* "gather": raid5/raid6 stripe gathering (docs/CLI.md "status"); null on other levels. */
+static void ctl_add_gather(cJSON *root, struct rk_dev *raid)
+{
+    struct rk_raid_gather_stats gs;
+    if (rk_raid_gather_stats(raid, &gs) || !gs.level_has) {
+        cJSON_AddNullToObject(root, "gather");
+        return;
+    }
+    cJSON *g = cJSON_AddObjectToObject(root, "gather");
+    if (!g)
+        return;
+    cJSON_AddBoolToObject(g, "on", gs.on);
+    cJSON_AddNumberToObject(g, "hold_us", (double)gs.hold_us);
+    cJSON_AddNumberToObject(g, "entries", gs.entries);
+    cJSON_AddNumberToObject(g, "stripe_bytes", (double)gs.stripe_bytes);
+    cJSON_AddNumberToObject(g, "stripes_held", gs.held_now);
+    cJSON_AddNumberToObject(g, "writes_held", (double)gs.writes_held);
+    cJSON_AddNumberToObject(g, "bytes_held", (double)gs.bytes_held);
+    cJSON_AddNumberToObject(g, "full_stripe_writes", (double)gs.full_stripe_writes);
+    cJSON_AddNumberToObject(g, "partial_writes", (double)gs.partial_writes);
+    cJSON *d = cJSON_AddObjectToObject(g, "write_outs");
+    if (!d)
+        return;
+    cJSON_AddNumberToObject(d, "whole", (double)gs.out_whole_fill);
+    cJSON_AddNumberToObject(d, "timeout", (double)gs.out_timeout);
+    cJSON_AddNumberToObject(d, "flush", (double)gs.out_flush);
+    cJSON_AddNumberToObject(d, "fua", (double)gs.out_fua);
+    cJSON_AddNumberToObject(d, "memory", (double)gs.out_memory);
+    cJSON_AddNumberToObject(d, "other", (double)gs.out_other);
+}
+
 static void ctl_add_last_scrub(cJSON *root, struct rk_dev *raid, const struct rk_raid_progress *p)
 {
     if (!p->scrubbed) {
@@ -243,6 +274,7 @@ cJSON *rk_control_status_tree(struct rk_volume *v)
     ctl_add_job(root, &p, pct);
     ctl_add_last_scrub(root, raid, &p);
     ctl_add_bitmap(root, raid);
+    ctl_add_gather(root, raid);
     ctl_add_bad_ranges(root, raid);
     return root;
 }

@@ -46,8 +46,8 @@
 
 /* ---- the pread/pwrite path (also used for zero-filling) ---- */
 
-/* Transfer len bytes at off, looping over short transfers, EINTR and EAGAIN. */
-static int file_pio(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off)
+/* file_int.h */
+int file_pio(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off)
 {
     uint64_t done = 0;
     while (done < len) {
@@ -229,6 +229,13 @@ static int file_sync_io(struct rk_dev *dev, enum rk_op op, void *buf, uint64_t l
     struct file_priv *p = dev->priv;
     if (op == RK_OP_FLUSH)
         return file_datasync(p);
+    if (p->mapped && (op == RK_OP_READ || op == RK_OP_WRITE)) {
+        /* tmpfs/ramfs: the page cache is the storage, so a copy into it is durable as far as
+         * the file system can make it (its fdatasync does nothing): FUA needs nothing more. */
+        int r = file_mmap_io(p, op == RK_OP_WRITE, buf, len, off);
+        if (r <= 0)
+            return r;
+    }
     if (op == RK_OP_WRITE && (flags & RK_WRITE_FUA) && p->dsync_ok && len <= FILE_MAX_PIECE) {
         /* One system call: the write is durable when it returns (O_DSYNC semantics, which on
          * a block device or O_DIRECT file is a FUA write where the device supports it). */
@@ -286,7 +293,15 @@ static int file_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
         uint64_t range[2] = {off, len};
         r = ioctl(p->fd, BLKDISCARD, range);
     } else {
+        if (p->mapped)
+            file_mmap_punch_begin(p, len, off);
         r = fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+        if (r < 0)
+            r = -errno;
+        if (p->mapped)
+            file_mmap_punch_end(p);
+        if (r < 0)
+            errno = -r;
     }
     if (r == 0)
         return 0;
@@ -309,12 +324,27 @@ static void file_zero_init(void)
         memset(file_zero_buf, 0, file_zero_len);
 }
 
+static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off,
+                                    uint32_t flags);
+
 static int file_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
 {
     struct file_priv *p = dev->priv;
-    int r = -EOPNOTSUPP;
     if (p->read_only)
         return -EPERM;
+    if (!p->mapped)
+        return file_write_zeroes_locked(p, len, off, flags);
+    file_mmap_punch_begin(p, len, off);
+    int r = file_write_zeroes_locked(p, len, off, flags);
+    file_mmap_punch_end(p);
+    return r;
+}
+
+/* Zero [off, off+len) of p's file: punch (unless RK_ZERO_NO_HOLE), ZERO_RANGE, else write a
+ * zero buffer; a FUA flag makes it durable. On a mapped member the caller holds the punch. */
+static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags)
+{
+    int r = -EOPNOTSUPP;
     /* Punching a hole both zeroes and frees space; ZERO_RANGE keeps the blocks allocated. */
     if (!(flags & RK_ZERO_NO_HOLE) &&
         fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
@@ -392,6 +422,7 @@ static void file_close(struct rk_dev *dev)
         return;
     if (p->use_uring)
         file_stop_uring(p);
+    file_mmap_teardown(p);
     if (p->fd >= 0)
         close(p->fd);
     pthread_mutex_destroy(&p->lock);
@@ -499,6 +530,19 @@ static bool file_inline_wanted(int fd, bool direct)
     if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
         return true;
     return !direct;
+}
+
+/* Does a member get memcpy I/O through a shared mapping (file_mmap.c)? A writable regular
+ * file on tmpfs or ramfs, unless RAIDKIT_MEMBER_IO names another path (=inline: pread/pwrite
+ * in the submitter's thread, the path before mappings; measurements, tests). */
+static bool file_mmap_wanted(int fd, const struct stat *st, uint32_t flags)
+{
+    const char *env = getenv("RAIDKIT_MEMBER_IO");
+    if ((env && *env && strcmp(env, "mmap")) || (flags & RK_FILE_READ_ONLY) ||
+        !S_ISREG(st->st_mode))
+        return false;
+    struct statfs sf;
+    return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }
 
 /* May rk_io_run rounds use the per-thread rings (file_local.c)? Yes unless
@@ -619,6 +663,11 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     p->inline_io = file_inline_wanted(fd, direct);
     p->use_uring = file_uring_wanted(flags) && file_start_uring(p);
     p->local_io = p->use_uring && !p->inline_io && file_local_wanted();
+    if (p->inline_io && file_mmap_wanted(fd, &st, flags) && size >= 4096) {
+        int m = file_mmap_setup(p, size);
+        if (m)
+            rk_debug("member %s: no shared mapping (%s): pread/pwrite", path, strerror(-m));
+    }
 
     dev = rk_dev_alloc(p->use_uring ? &file_uring_ops : &file_pread_ops, p, path);
     if (!dev) {
@@ -631,9 +680,10 @@ int rk_file_open(const char *path, uint32_t flags, struct rk_dev **out)
     rk_debug("member %s: %s, %s, block %u, engine %s%s", path, direct ? "O_DIRECT" : "buffered",
              p->read_only ? "read-only" : "read-write", block_size,
              p->use_uring ? "io_uring" : "pread",
-             p->use_uring && p->inline_io ? " (data I/O inline)"
-             : p->local_io                ? " (rounds on per-thread rings)"
-                                          : "");
+             p->mapped                      ? " (data I/O by memcpy on a shared mapping)"
+             : p->use_uring && p->inline_io ? " (data I/O inline)"
+             : p->local_io                  ? " (rounds on per-thread rings)"
+                                            : "");
     *out = dev;
     return 0;
 out:
@@ -652,6 +702,13 @@ bool rk_file_inline(const struct rk_dev *dev)
         return false;
     const struct file_priv *p = dev->priv;
     return !p->use_uring || p->inline_io;
+}
+
+bool rk_file_mapped(const struct rk_dev *dev)
+{
+    if (!dev || (dev->ops != &file_uring_ops && dev->ops != &file_pread_ops))
+        return false;
+    return ((const struct file_priv *)dev->priv)->mapped;
 }
 
 const char *rk_file_engine(const struct rk_dev *dev)

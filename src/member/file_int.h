@@ -5,6 +5,7 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -14,6 +15,14 @@
 #define FILE_MAX_PIECE (1ull << 30)
 /* Low bit of user_data: this CQE is the fdatasync stage of a FUA write (rk_io is aligned). */
 #define FILE_TAG_FSYNC 1ull
+
+/* The shared mapping of a member on a memory file system (file_mmap.c). */
+struct file_mmap {
+    char *base;              /* MAP_SHARED mapping of [0, size) of the file */
+    uint64_t size;           /* bytes mapped: the member size rounded down to 4 KiB */
+    _Atomic uint64_t *alloc; /* one bit per 4 KiB page: set = the file holds the page */
+    pthread_rwlock_t punch;  /* read: a write by memcpy; write: a hole punch */
+};
 
 struct file_priv {
     int fd;         /* open with O_DIRECT when dev->direct */
@@ -25,6 +34,8 @@ struct file_priv {
                      * file_inline_wanted), even with a ring */
     bool local_io;  /* rk_io_run may put this member's I/O on the calling thread's own ring
                      * (file_local.c); use_uring && !inline_io unless RAIDKIT_MEMBER_IO=reaper */
+    bool mapped;    /* mm is set up: reads and writes of held pages are memcpys (file_mmap.c) */
+    struct file_mmap mm;
     /* io_uring state. lock protects the SQ side of ring, inflight and waiters; it is a leaf
      * lock (nothing else is taken while it is held) and is never held across a completion. */
     struct io_uring ring;
@@ -44,6 +55,31 @@ void file_prep_sqe(struct io_uring_sqe *sqe, int fd, struct rk_io *io, uint64_t 
  * finished (*result = 0 or -errno); false when *tag holds the stage to submit next (the same
  * one again after a short transfer, -EAGAIN or -EINTR). Advances io->member_done. */
 bool file_step(struct rk_io *io, uint64_t *tag, int res, int *result);
+
+/* Transfer len bytes at off of p's file with pread (write false) or pwrite, looping over short
+ * transfers, EINTR and EAGAIN. Returns 0, -errno, or -EIO when the file ended first. */
+int file_pio(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off);
+
+/* Map p's file (size bytes, a multiple of 4 KiB used) for memcpy I/O and learn which pages it
+ * holds (SEEK_DATA/SEEK_HOLE); sets p->mapped. Only for writable regular files on tmpfs or
+ * ramfs. Returns 0, or -errno (nothing set up: the member then uses pread/pwrite). */
+int file_mmap_setup(struct file_priv *p, uint64_t size);
+
+/* Undo file_mmap_setup (nothing when p is not mapped). */
+void file_mmap_teardown(struct file_priv *p);
+
+/* A read (write false) or write of len bytes at byte offset off (any alignment) on a mapped
+ * member: a memcpy when every 4 KiB page it touches is held by the file, else (writes) pwrite,
+ * which allocates the pages or fails, then the pages are marked held. Returns 0, -errno of the
+ * pwrite, or 1 when the caller must do the I/O itself (a read touching a hole, a range past the
+ * mapping). */
+int file_mmap_io(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off);
+
+/* Around a hole punch of [off, off+len) on a mapped member (discard, write-zeroes): begin waits
+ * for the writes by memcpy in flight, holds off new ones and forgets the whole pages of the
+ * range; end lets writes go on. */
+void file_mmap_punch_begin(struct file_priv *p, uint64_t len, uint64_t off);
+void file_mmap_punch_end(struct file_priv *p);
 
 /* rk_dev_ops.start_local / wait_local of file members (include/raidkit/device.h): io on the
  * calling thread's own ring, submitted and reaped by that thread (file_local.c); wait with

@@ -47,6 +47,18 @@
 
 enum r5g_state { R5G_FREE, R5G_HELD, R5G_WRITING };
 
+/* Why an entry was written out (status counters, rk_raid_gather_stats). */
+enum r5g_cause {
+    R5G_WHOLE,   /* its last write made it a whole stripe */
+    R5G_TIMEOUT, /* its hold time ended */
+    R5G_FLUSH,   /* a FLUSH (or the close) drained everything */
+    R5G_FUA,     /* a FUA write into the stripe */
+    R5G_MEMORY,  /* every entry was in use and a new stripe needed one */
+    R5G_OTHER,   /* a read, discard, write-zeroes, block status or whole-stripe write of its
+                  * range, or a write too scattered for its extents */
+    R5G_CAUSES
+};
+
 /* One held stripe: data is the stripe's array bytes, valid over the extents [lo[i], hi[i])
  * (stripe offsets, sorted, neither overlapping nor touching). */
 struct r5g_ent {
@@ -73,9 +85,9 @@ struct r5_gather {
     uint64_t hold_ns;
     uint64_t sbytes;
     uint64_t gens; /* entries created so far */
-    /* counters (under lock; logged at close): writes held, write-outs whole / in part, the
-     * latter by the end of their hold */
-    uint64_t held, out_whole, out_part, out_timeout;
+    /* counters (under lock; status, logged at close): writes held, bytes held, write-outs
+     * whole / in part, write-outs per cause */
+    uint64_t held, held_bytes, out_whole, out_part, out_cause[R5G_CAUSES];
     int err; /* first write-out error since the last whole drain */
     bool stop;
     pthread_t thr;
@@ -116,7 +128,7 @@ static int r5g_put(struct raid_priv *r, char *buf, uint64_t len, uint64_t off)
  * the I/O). An entry already being written out is waited for instead. Returns 0 or the
  * write-out's error (also kept in g->err).
  */
-static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row)
+static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row, enum r5g_cause cause)
 {
     if (e->state == R5G_FREE || e->row != row)
         return 0;
@@ -126,6 +138,7 @@ static int r5g_write_out(struct r5_gather *g, struct r5g_ent *e, uint64_t row)
         return 0;
     }
     e->state = R5G_WRITING;
+    g->out_cause[cause]++;
     while (e->users)
         pthread_cond_wait(&g->cond, &g->lock);
     int next = e->next, ret = 0;
@@ -193,7 +206,7 @@ static struct r5g_ent *r5g_take(struct r5_gather *g, uint64_t row)
         }
         if (!victim)
             return NULL;
-        r5g_write_out(g, victim, victim->row);
+        r5g_write_out(g, victim, victim->row, R5G_MEMORY);
         if (r5g_find(g, row)) /* another writer started this row meanwhile */
             return NULL;
     }
@@ -218,7 +231,8 @@ static int r5g_absorb(struct r5_gather *g, uint64_t row, uint64_t lo, uint64_t h
             continue;
         }
         if (e && (fua || !r5g_extent_add(e, lo, hi))) {
-            r5g_write_out(g, e, row); /* a FUA or scattered piece goes to the members after it */
+            /* a FUA or scattered piece goes to the members after it */
+            r5g_write_out(g, e, row, fua ? R5G_FUA : R5G_OTHER);
             continue;
         }
         if (e)
@@ -246,13 +260,14 @@ static int r5g_absorb(struct r5_gather *g, uint64_t row, uint64_t lo, uint64_t h
     uint64_t renew = r5g_now() + g->hold_ns, cap = e->first + R5G_HOLD_MAX * g->hold_ns;
     e->deadline = renew < cap ? renew : cap;
     g->held++;
+    g->held_bytes += hi - lo;
     e->users++;
     pthread_mutex_unlock(&g->lock);
     memcpy(e->data + lo, src, hi - lo);
     pthread_mutex_lock(&g->lock);
     if (--e->users == 0)
         pthread_cond_broadcast(&g->cond);
-    *err = whole ? r5g_write_out(g, e, row) : 0;
+    *err = whole ? r5g_write_out(g, e, row, R5G_WHOLE) : 0;
     pthread_mutex_unlock(&g->lock);
     return 1;
 }
@@ -337,7 +352,7 @@ int r5g_drain(struct raid_priv *r, uint64_t off, uint64_t len)
             pthread_cond_wait(&g->cond, &g->lock);
             continue;
         }
-        int x = r5g_write_out(g, e, e->row);
+        int x = r5g_write_out(g, e, e->row, all ? R5G_FLUSH : R5G_OTHER);
         ret = ret ? ret : x;
     }
     if (all) {
@@ -366,8 +381,7 @@ static void *r5g_thread(void *arg)
                 next = x->deadline;
         }
         if (due) {
-            g->out_timeout++;
-            r5g_write_out(g, due, due->row);
+            r5g_write_out(g, due, due->row, R5G_TIMEOUT);
             continue;
         }
         if (next == UINT64_MAX) {
@@ -445,7 +459,7 @@ void r5g_close(struct r5_priv *p)
     rk_debug("raid5 gather: %llu writes held, %llu whole-stripe write-outs, %llu partial (%llu at "
              "the end of their hold)",
              (unsigned long long)g->held, (unsigned long long)g->out_whole,
-             (unsigned long long)g->out_part, (unsigned long long)g->out_timeout);
+             (unsigned long long)g->out_part, (unsigned long long)g->out_cause[R5G_TIMEOUT]);
     g->stop = true;
     pthread_cond_signal(&g->wake);
     pthread_mutex_unlock(&g->lock);
@@ -456,4 +470,38 @@ void r5g_close(struct r5_priv *p)
     free(g->mem);
     free(g);
     p->gather = NULL;
+}
+
+int rk_raid_gather_stats(struct rk_dev *raid, struct rk_raid_gather_stats *s)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r || !s)
+        return -EINVAL;
+    memset(s, 0, sizeof(*s));
+    if (r->l.lvl->drain != r5g_drain)
+        return 0;
+    struct r5_priv *p = r->level_priv;
+    struct r5_gather *g = p ? p->gather : NULL;
+    s->level_has = true;
+    if (!g)
+        return 0;
+    pthread_mutex_lock(&g->lock);
+    s->on = true;
+    s->hold_us = g->hold_ns / 1000u;
+    s->entries = (uint32_t)g->n;
+    s->stripe_bytes = g->sbytes;
+    for (int i = 0; i < g->n; i++)
+        s->held_now += g->e[i].state != R5G_FREE;
+    s->writes_held = g->held;
+    s->bytes_held = g->held_bytes;
+    s->full_stripe_writes = g->out_whole;
+    s->partial_writes = g->out_part;
+    s->out_whole_fill = g->out_cause[R5G_WHOLE];
+    s->out_timeout = g->out_cause[R5G_TIMEOUT];
+    s->out_flush = g->out_cause[R5G_FLUSH];
+    s->out_fua = g->out_cause[R5G_FUA];
+    s->out_memory = g->out_cause[R5G_MEMORY];
+    s->out_other = g->out_cause[R5G_OTHER];
+    pthread_mutex_unlock(&g->lock);
+    return 0;
 }

@@ -271,10 +271,27 @@ static void test_gather_counts(void **state)
             assert_int_equal(dr, want_r);
             assert_int_equal(dw, want_w);
         }
+        /* status counters (rk_raid_gather_stats): every write but the first held, stripes
+         * 2..S written out whole by their last write, stripe 1 (in part) held until the flush */
+        struct rk_raid_gather_stats gs;
+        assert_int_equal(rk_raid_gather_stats(a.raid, &gs), 0);
+        assert_true(gs.level_has && gs.on);
+        assert_int_equal(gs.writes_held, per * S - 1);
+        assert_int_equal(gs.bytes_held, (per * S - 1) * WR);
+        assert_int_equal(gs.full_stripe_writes, S - 1);
+        assert_int_equal(gs.out_whole_fill, S - 1);
+        assert_int_equal(gs.partial_writes, 0);
+        assert_int_equal(gs.held_now, 1);
+        assert_int_equal(gs.stripe_bytes, sb);
         assert_int_equal(rk_dev_flush(a.raid), 0); /* writes stripe 1 out */
         io_delta(&a, &rb, &wb, &dr, &dw);
         assert_int_equal(dr, 0);
         assert_int_equal(dw, n);
+        assert_int_equal(rk_raid_gather_stats(a.raid, &gs), 0);
+        assert_int_equal(gs.held_now, 0);
+        assert_int_equal(gs.partial_writes, 1);
+        assert_int_equal(gs.out_flush, 1);
+        assert_int_equal(gs.out_timeout + gs.out_fua + gs.out_memory + gs.out_other, 0);
         assert_int_equal(rb - r0, a.np + 1);
         assert_int_equal(wb - w0, 1 + a.np + n * S);
         member_read(&a, back, sb * S, sb);
@@ -351,6 +368,9 @@ static void test_gather_flush_fua(void **state)
                 assert_true(dw > 0); /* the flush wrote the held stripes */
             }
         }
+        struct rk_raid_gather_stats gs;
+        assert_int_equal(rk_raid_gather_stats(a.raid, &gs), 0);
+        assert_true(gs.out_fua >= 1 && gs.out_flush >= 1);
         for (uint32_t s = 0; s < a.g.members; s++)
             assert_int_equal(rk_fault_power_cut(a.m[s]), 0);
         for (uint64_t i = 0; i < nw; i++) {
