@@ -126,8 +126,7 @@ struct rk_dev_ops {
      * is; the answer is a snapshot: a write racing with the caller's read of *fd may be seen
      * or not, as with read. NULL: never.
      */
-    int (*map_extent)(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd,
-                      uint64_t *file_off);
+    int (*map_extent)(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
 };
 
 /* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */

@@ -163,13 +163,13 @@ struct rk_nbd_server {
     pthread_mutex_t q_lock;
     pthread_cond_t q_cond;
     struct nbd_req *q_head, *q_tail;
-    int q_idle;     /* workers waiting on q_cond */
-    int q_waking;   /* signalled workers that have not yet woken (see nbd_pool_wake) */
-    int fast_cap;   /* running workers allowed while requests are fast: CPUs + 1 */
+    int q_idle;          /* workers waiting on q_cond */
+    int q_waking;        /* signalled workers that have not yet woken (see nbd_pool_wake) */
+    int fast_cap;        /* running workers allowed while requests are fast: CPUs + 1 */
     uint32_t splice_min; /* smallest READ answered by splice (splice.c); 0 = off; env
                           * RAIDKIT_NBD_SPLICE */
-    bool inline_ok; /* reader may run cheap requests itself; env RAIDKIT_NBD_INLINE=0 turns
-                     * this off so tests can force every request through the pool */
+    bool inline_ok;      /* reader may run cheap requests itself; env RAIDKIT_NBD_INLINE=0 turns
+                          * this off so tests can force every request through the pool */
     /* Moving mean of request run time (execute + non-blocking reply), updated by the workers;
      * relaxed and racy on purpose: it only steers nbd_pool_wake. */
     _Atomic int64_t svc_ewma_ns;

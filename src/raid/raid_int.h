@@ -121,8 +121,7 @@ struct raid_level {
      * (the copy levels: raid_copies_map_extent, copies.h; raid5/6: r5_map_extent). 0 with *fd
      * and *file_off from the member's rk_dev_map_extent, else -ENOTSUP (or the member's error):
      * the caller reads through rw. NULL: never. */
-    int (*map_extent)(struct raid_priv *r, uint64_t off, uint64_t len, int *fd,
-                      uint64_t *file_off);
+    int (*map_extent)(struct raid_priv *r, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
 };
 
 /*
