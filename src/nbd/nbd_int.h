@@ -273,8 +273,10 @@ void nbd_splice_close(struct nbd_conn *c);
 void nbd_splice_end(struct nbd_conn *c);
 /* The pipe size asked for (bytes; the kernel may give less: reads above it are copied). */
 #define NBD_SPLICE_PIPE (1u << 20)
-/* Default smallest READ sent by splice (env RAIDKIT_NBD_SPLICE overrides; 0 = off). */
-#define NBD_SPLICE_MIN_DEFAULT (64u * 1024)
+/* Default smallest READ sent by splice: 0 = off, since it did not measure faster on the NBD
+ * path (bench/RESULTS.md "Zero-copy reads": slower at qd 1, no clear gain at qd 8-32); env
+ * RAIDKIT_NBD_SPLICE=N turns it on for READs of N bytes and more. */
+#define NBD_SPLICE_MIN_DEFAULT 0u
 
 /* Most replies gathered into one sendmsg (two iovecs each: header, data). */
 #define NBD_SEND_BATCH 32

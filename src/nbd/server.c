@@ -404,9 +404,8 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
         char *end;
         unsigned long v = strtoul(spl, &end, 10);
         if (*end || v > UINT32_MAX)
-            rk_warn("nbd: RAIDKIT_NBD_SPLICE='%s' is not a byte count; zero-copy reads stay at "
-                    "%u bytes and up",
-                    spl, srv->splice_min);
+            rk_warn("nbd: RAIDKIT_NBD_SPLICE='%s' is not a byte count; zero-copy reads stay off",
+                    spl);
         else
             srv->splice_min = (uint32_t)v;
     }

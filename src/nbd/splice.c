@@ -2,7 +2,8 @@
  * whose range the device maps to one extent of one member file is sent member -> pipe ->
  * socket with splice(2), so its data never passes through a user-space buffer (the usual path
  * copies it twice: member -> request buffer -> socket). Plain connections only (TLS encrypts in
- * user space). Off with RAIDKIT_NBD_SPLICE=0 (docs/CLI.md "Environment").
+ * user space). Off unless RAIDKIT_NBD_SPLICE=N (docs/CLI.md "Environment"): it measured slower
+ * at queue depth 1 and not clearly faster at 8-32 (bench/RESULTS.md "Zero-copy reads").
  *
  * Order, so that every member error still gets a proper error reply through the usual path:
  *   1. the socket must be writable now (poll) and free (nbd_send_claim: this thread owns the
