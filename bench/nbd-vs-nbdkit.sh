@@ -15,6 +15,10 @@
 #   QEMU_NBD_ARGS [] extra qemu-nbd options
 #   RAIDKIT_OLD [] a second raidkit binary (an older build) run as the peer "rk-old" in the same
 #               rotation, on its own copy of the member file (raidkit locks its members)
+#   RK_OLD_ENV [] environment assignments for rk-old only, e.g. RK_OLD_ENV=RAIDKIT_NBD_SPLICE=0
+#               with RAIDKIT_OLD set to the same binary: zero-copy reads off vs on in one run
+#   More workloads (not in the default list): randread16k, qd1read16k (16K random reads at qd32
+#   and qd1), read1mqd32, qd1read1m (1M sequential reads at qd32 and qd1)
 # Runs rotate the servers per workload (who goes first changes every round), so drift in the
 # machine hits all equally. The servers stay up for the whole run; their CPU time (utime+stime
 # of /proc/PID/stat) is read around every fio run and divided by the I/Os of the run (IOPS x
@@ -128,7 +132,7 @@ if [ -n "${RK_OLD:-}" ]; then
     "$RK_OLD" create --force --level linear --size "$FILE_SIZE" "$WORK/member-old.img" \
         >>"$OUT_DIR/create.txt" 2>&1 || exit 1
     # shellcheck disable=SC2086
-    "$RK_OLD" serve --listen "unix:${SOCK[rk-old]}" ${RAIDKIT_SERVE_ARGS:-} \
+    env ${RK_OLD_ENV:-} "$RK_OLD" serve --listen "unix:${SOCK[rk-old]}" ${RAIDKIT_SERVE_ARGS:-} \
         "$WORK/member-old.img" 2>"$OUT_DIR/rk-old.log" &
     PID[rk-old]=$!
     wait_socket "${PID[rk-old]}" "${SOCK[rk-old]}" "$OUT_DIR/rk-old.log" || exit 1
@@ -159,6 +163,10 @@ wl_opts() {
     seqread1m) echo "--rw=read --bs=1M --iodepth=8" ;;
     seqwrite1m) echo "--rw=write --bs=1M --iodepth=8" ;;
     qd1read4k) echo "--rw=randread --bs=4k --iodepth=1 --norandommap" ;;
+    randread16k) echo "--rw=randread --bs=16k --iodepth=32 --norandommap" ;;
+    qd1read16k) echo "--rw=randread --bs=16k --iodepth=1 --norandommap" ;;
+    read1mqd32) echo "--rw=read --bs=1M --iodepth=32" ;;
+    qd1read1m) echo "--rw=read --bs=1M --iodepth=1" ;;
     conn4write4k)
         echo "--rw=randwrite --bs=4k --iodepth=8 --norandommap --numjobs=4 --group_reporting"
         ;;
@@ -244,7 +252,7 @@ done
     fi
     echo "load average at start $LOAD_START, at end $LOAD_END (other work competes for the cores)"
     echo "$ROUNDS rounds x ${RUNTIME}s (+${RAMP}s ramp) per server and workload, rotating;" \
-        "mean of rounds; CPU = server CPU time per I/O"
+        "median of rounds; CPU = server CPU time per I/O"
     echo
     "$PY" - "$RAW" "$HWM" <<'EOF'
 import sys, collections
@@ -258,8 +266,12 @@ for w, s, r, *v in rows:
 servers.sort(key=lambda s: s != "raidkit")
 desc = {"randread4k": "4K rand read qd32", "randwrite4k": "4K rand write qd32",
         "seqread1m": "1M seq read qd8", "seqwrite1m": "1M seq write qd8",
-        "qd1read4k": "4K rand read qd1", "conn4write4k": "4K rand write 4 conn x qd8"}
-def mean(v): return sum(v) / len(v)
+        "qd1read4k": "4K rand read qd1", "conn4write4k": "4K rand write 4 conn x qd8",
+        "randread16k": "16K rand read qd32", "qd1read16k": "16K rand read qd1",
+        "read1mqd32": "1M seq read qd32", "qd1read1m": "1M seq read qd1"}
+def mean(v):  # the median of the rounds: robust against a round that a busy machine spoilt
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 def col(s, i, by): return mean([x[i] for x in by[s]]) if s in by else float("nan")
 print("%-26s" % "workload" + "".join("%26s" % ("%s IOPS (CPU us/IO)" % s[:8]) for s in servers)
       + "".join("%12s" % ("rk/" + s[:8]) for s in servers[1:]))

@@ -281,51 +281,35 @@ void nbd_conn_cut(struct nbd_conn *c)
     pthread_mutex_unlock(&c->lock);
 }
 
-void nbd_reply_send(struct nbd_req *r, uint32_t err)
+const struct iovec *nbd_reply_head(struct nbd_req *r)
 {
-    struct nbd_conn *c = r->conn;
-    nbd_reply_build(c, r, err);
+    nbd_reply_build(r->conn, r, 0);
+    return &r->iov[0];
+}
+
+bool nbd_send_claim(struct nbd_conn *c)
+{
     pthread_mutex_lock(&c->lock);
-    if (--c->executing == 0)
-        pthread_cond_broadcast(&c->cond);
-    if (c->send_failed) {
-        nbd_req_put_locked(c, r);
-        pthread_mutex_unlock(&c->lock);
-        return;
-    }
-    if (c->rq_head || c->sending) {
-        /* Someone owns the socket or replies wait: ours goes behind them, to the writer. */
-        r->next = NULL;
-        if (c->rq_tail)
-            c->rq_tail->next = r;
-        else
-            c->rq_head = r;
-        c->rq_tail = r;
-        if (!c->sending)
-            pthread_cond_signal(&c->wcond);
-        pthread_mutex_unlock(&c->lock);
-        return;
-    }
-    c->sending = true;
+    bool ok = !c->send_failed && !c->rq_head && !c->sending;
+    if (ok)
+        c->sending = true;
     pthread_mutex_unlock(&c->lock);
-    size_t sent = 0;
-    int e = nbd_send_some(c->fd, r->iov, 2, &sent);
-    atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
+    return ok;
+}
+
+void nbd_send_release(struct nbd_conn *c, struct nbd_req *r, bool ok)
+{
+    if (r)
+        atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
     pthread_mutex_lock(&c->lock);
     c->sending = false;
-    if (e == 0) {
+    if (r) {
+        if (--c->executing == 0)
+            pthread_cond_broadcast(&c->cond);
         nbd_req_put_locked(c, r);
-    } else if (e == -EAGAIN) {
-        /* The peer's window is full: the writer sends the rest, before any later reply. */
-        r->sent = sent;
-        r->next = c->rq_head;
-        c->rq_head = r;
-        if (!c->rq_tail)
-            c->rq_tail = r;
-    } else {
-        nbd_req_put_locked(c, r);
-        nbd_send_fail_locked(c);
     }
+    if (!ok)
+        nbd_send_fail_locked(c);
     if (c->rq_head)
         pthread_cond_signal(&c->wcond);
     pthread_mutex_unlock(&c->lock);
@@ -422,14 +406,12 @@ static void nbd_batch_put_locked(struct nbd_conn *c, struct nbd_req *b, struct n
     }
 }
 
-void nbd_reply_flush(struct nbd_conn *c)
+/* Hand the built replies b..tail (n of them, linked, still counted as executing) to the send
+ * path, ending their execution: dropped when the peer is gone; behind the queue (the writer's)
+ * when someone owns the socket or replies wait; else sent at once without blocking, what would
+ * block going to the writer in front of its queue. A single reply is a batch of one. */
+static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_req *tail, int n)
 {
-    struct nbd_req *b = c->bq_head, *tail = c->bq_tail;
-    if (!b)
-        return;
-    int n = c->bq_n;
-    c->bq_head = c->bq_tail = NULL;
-    c->bq_n = 0;
     pthread_mutex_lock(&c->lock);
     c->executing -= n;
     if (c->executing == 0)
@@ -470,6 +452,24 @@ void nbd_reply_flush(struct nbd_conn *c)
     if (c->rq_head)
         pthread_cond_signal(&c->wcond);
     pthread_mutex_unlock(&c->lock);
+}
+
+void nbd_reply_send(struct nbd_req *r, uint32_t err)
+{
+    nbd_reply_build(r->conn, r, err);
+    r->next = NULL;
+    nbd_replies_send(r->conn, r, r, 1);
+}
+
+void nbd_reply_flush(struct nbd_conn *c)
+{
+    struct nbd_req *b = c->bq_head, *tail = c->bq_tail;
+    if (!b)
+        return;
+    int n = c->bq_n;
+    c->bq_head = c->bq_tail = NULL;
+    c->bq_n = 0;
+    nbd_replies_send(c, b, tail, n);
 }
 
 /* The connection's writer: sends queued replies in order, up to NBD_SEND_BATCH per sendmsg;
