@@ -39,6 +39,16 @@ int rk_rbd_open(const char *spec, uint32_t flags, struct rk_dev **out);
  * image in pool rk"; "" before any failure. */
 const char *rk_rbd_last_error(void);
 
+/* The state of an rbd member for status: "connected" while it serves requests (librbd keeps
+ * and re-establishes its monitor and OSD sessions by itself, docs/SCALE.md "RBD"), "timed-out"
+ * once a request failed with -ETIMEDOUT (rados_osd_op_timeout), "failed" after any other
+ * error (the member is dead then). NULL when dev is not an rbd member (or no librbd). */
+const char *rk_rbd_state(const struct rk_dev *dev);
+
+/* Mean latency, microseconds, of dev's successful requests from submission to completion (a
+ * FUA write includes its flush); 0 before any, or when dev is not an rbd member. */
+double rk_rbd_mean_latency_us(const struct rk_dev *dev);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,7 @@
 #define RK_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_FAIL  1
@@ -46,6 +47,7 @@ struct cli_serve_volume {
     const char *control;   /* --control PATH or NULL */
     int threads;           /* --threads N, 0 when not given */
     bool read_only;        /* --read-only */
+    uint64_t rebuild_rate; /* --rebuild-rate in bytes per second, 0 = unlimited */
 };
 /* Parse argv (argv[0] the command name) with serve's options (cmd_serve.c); after the options,
  * the first `skip` positionals belong to the caller, the rest are the members; open the volume

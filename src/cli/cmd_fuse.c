@@ -121,6 +121,10 @@ int cli_fuse(int argc, char **argv)
         }
         rk_info("control socket on %s", sv.control);
     }
+    /* URI members: fail dead connections, reconnect and re-add, as under serve; stopped by
+     * rk_volume_close before the volume goes. */
+    if (rk_volume_remote_watch(sv.vol, sv.rebuild_rate))
+        fprintf(stderr, "raidkit fuse: cannot watch the remote members\n");
     struct rk_fuse_opts fo = {.mountpoint = mnt,
                               .name = f.name,
                               .threads = sv.threads,

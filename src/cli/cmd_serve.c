@@ -578,5 +578,6 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
     out->control = o.control;
     out->threads = o.no.threads;
     out->read_only = o.oo.read_only;
+    out->rebuild_rate = o.oo.rebuild_rate;
     return CLI_EXIT_OK;
 }

@@ -79,9 +79,11 @@ void mgmt_print_status(const cJSON *st)
             printf("          reads %.0f (%.1f MiB), writes %.0f (%.1f MiB), errors %.0f\n",
                    mgmt_num(io, "reads"), mgmt_num(io, "read_bytes") / MiB, mgmt_num(io, "writes"),
                    mgmt_num(io, "write_bytes") / MiB, mgmt_num(io, "errors"));
-        const cJSON *conn = cJSON_GetObjectItem(it, "connection"); /* remote (nbd) members */
+        const cJSON *conn = cJSON_GetObjectItem(it, "connection"); /* remote (nbd, rbd) members */
+        const cJSON *kind = cJSON_GetObjectItem(it, "kind");
         if (cJSON_IsString(conn))
-            printf("          nbd member, %s, mean latency %.0f us\n", conn->valuestring,
+            printf("          %s member, %s, mean latency %.0f us\n",
+                   cJSON_IsString(kind) ? kind->valuestring : "remote", conn->valuestring,
                    mgmt_num(it, "latency_us"));
         const cJSON *rc = cJSON_GetObjectItem(it, "reconnect"); /* served URI members */
         const cJSON *rs = cJSON_GetObjectItem(rc, "state");

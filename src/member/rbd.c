@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/util.h"
 
@@ -47,6 +48,8 @@ struct rbd_priv {
     rados_ioctx_t ioctx;
     rbd_image_t image;
     _Atomic bool dead;
+    _Atomic int dead_err;          /* the -errno that made it dead (status) */
+    _Atomic uint64_t done, lat_ns; /* successful requests and their summed latency */
     char spec[256];
 };
 
@@ -55,13 +58,23 @@ struct rbd_req {
     struct rbd_priv *p;
     struct rk_io *io;
     bool flush_after;
+    uint64_t t0; /* CLOCK_MONOTONIC ns at submission */
 };
+
+static uint64_t rbd_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static void mark_dead(struct rbd_priv *p, int r)
 {
     bool was = false;
-    if (atomic_compare_exchange_strong(&p->dead, &was, true))
+    if (atomic_compare_exchange_strong(&p->dead, &was, true)) {
+        atomic_store(&p->dead_err, r);
         rk_err("rbd member %s: request failed: %s; the member fails", p->spec, strerror(-r));
+    }
 }
 
 /* Map a librbd result (>= 0 bytes or -errno) to the device's 0 / -EIO (member dead). */
@@ -71,6 +84,17 @@ static int rbd_result(struct rbd_priv *p, ssize_t r)
         return 0;
     mark_dead(p, (int)r);
     return -EIO;
+}
+
+/* rbd_result of a request submitted at t0 (ns); a success counts in the mean latency. */
+static int rbd_timed(struct rbd_priv *p, uint64_t t0, ssize_t r)
+{
+    int res = rbd_result(p, r);
+    if (!res) {
+        atomic_fetch_add(&p->lat_ns, rbd_now_ns() - t0);
+        atomic_fetch_add(&p->done, 1);
+    }
+    return res;
 }
 
 static void rbd_done(rbd_completion_t c, void *arg);
@@ -119,6 +143,10 @@ static void rbd_done(rbd_completion_t c, void *arg)
     ssize_t r = rbd_aio_get_return_value(c);
     rbd_aio_release(c);
     int res = atomic_load(&q->p->dead) ? -EIO : rbd_result(q->p, r);
+    if (res == 0 && !q->flush_after) {
+        atomic_fetch_add(&q->p->lat_ns, rbd_now_ns() - q->t0);
+        atomic_fetch_add(&q->p->done, 1);
+    }
     if (res == 0 && q->flush_after) {
         q->flush_after = false;
         int ir = rbd_issue(q, true);
@@ -143,7 +171,7 @@ static void rbd_submit_op(struct rk_dev *dev, struct rk_io *io)
         rk_io_complete(io, -ENOMEM);
         return;
     }
-    *q = (struct rbd_req){.p = p, .io = io};
+    *q = (struct rbd_req){.p = p, .io = io, .t0 = rbd_now_ns()};
     q->flush_after = io->flags & RK_WRITE_FUA;
     int r = rbd_issue(q, false);
     if (r < 0) {
@@ -155,13 +183,16 @@ static void rbd_submit_op(struct rk_dev *dev, struct rk_io *io)
 static int rbd_flush_op(struct rk_dev *dev)
 {
     struct rbd_priv *p = dev->priv;
-    return atomic_load(&p->dead) ? -EIO : rbd_result(p, rbd_flush(p->image));
+    uint64_t t0 = rbd_now_ns();
+    return atomic_load(&p->dead) ? -EIO : rbd_timed(p, t0, rbd_flush(p->image));
 }
 
 static int rbd_read_op(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
     struct rbd_priv *p = dev->priv;
-    return atomic_load(&p->dead) ? -EIO : rbd_result(p, rbd_read(p->image, off, (size_t)len, buf));
+    uint64_t t0 = rbd_now_ns();
+    return atomic_load(&p->dead) ? -EIO
+                                 : rbd_timed(p, t0, rbd_read(p->image, off, (size_t)len, buf));
 }
 
 static int rbd_write_op(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off,
@@ -170,7 +201,8 @@ static int rbd_write_op(struct rk_dev *dev, const void *buf, uint64_t len, uint6
     struct rbd_priv *p = dev->priv;
     if (atomic_load(&p->dead))
         return -EIO;
-    int r = rbd_result(p, rbd_write(p->image, off, (size_t)len, buf));
+    uint64_t t0 = rbd_now_ns();
+    int r = rbd_timed(p, t0, rbd_write(p->image, off, (size_t)len, buf));
     return r == 0 && (flags & RK_WRITE_FUA) ? rbd_flush_op(dev) : r;
 }
 
@@ -207,6 +239,27 @@ static void rbd_close_op(struct rk_dev *dev)
     if (!atomic_load(&p->dead))
         rbd_flush(p->image); /* librbd's cache; a failure was already reported by a request */
     rbd_release(p);
+}
+
+static const struct rk_dev_ops rbd_ops;
+
+const char *rk_rbd_state(const struct rk_dev *dev)
+{
+    if (!dev || dev->ops != &rbd_ops)
+        return NULL;
+    const struct rbd_priv *p = dev->priv;
+    if (!atomic_load(&p->dead))
+        return "connected";
+    return atomic_load(&p->dead_err) == -ETIMEDOUT ? "timed-out" : "failed";
+}
+
+double rk_rbd_mean_latency_us(const struct rk_dev *dev)
+{
+    if (!dev || dev->ops != &rbd_ops)
+        return 0;
+    struct rbd_priv *p = dev->priv;
+    uint64_t n = atomic_load(&p->done), lat = atomic_load(&p->lat_ns);
+    return n ? (double)lat / (double)n / 1000.0 : 0.0;
 }
 
 static const struct rk_dev_ops rbd_ops = {
@@ -342,6 +395,18 @@ int rk_rbd_open(const char *spec, uint32_t flags, struct rk_dev **out)
 }
 
 #else /* !RAIDKIT_HAVE_RBD */
+
+const char *rk_rbd_state(const struct rk_dev *dev)
+{
+    (void)dev;
+    return NULL;
+}
+
+double rk_rbd_mean_latency_us(const struct rk_dev *dev)
+{
+    (void)dev;
+    return 0;
+}
 
 int rk_rbd_open(const char *spec, uint32_t flags, struct rk_dev **out)
 {

@@ -24,6 +24,7 @@
 #include "core/util.h"
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
+#include "raidkit/member_rbd.h"
 
 #define REMOTE_TICK_MS                200
 #define REMOTE_BACKOFF_MS_DEFAULT     1000u
@@ -87,7 +88,8 @@ static int remote_prove(struct rk_volume *v, uint32_t slot, const char *path, ch
     struct rk_dev *dev = NULL;
     int r = rk_member_open(path, v->file_flags, &dev);
     if (r) {
-        snprintf(why, len, "cannot connect: %s", rk_nbd_last_error());
+        snprintf(why, len, "cannot connect: %s",
+                 rk_member_is_rbd(path) ? rk_rbd_last_error() : rk_nbd_last_error());
         return -EAGAIN;
     }
     struct rk_sb msb;

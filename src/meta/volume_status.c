@@ -8,6 +8,7 @@
 #include "meta/volume_cache_layer.h"
 #include "meta/volume_int.h"
 #include "raidkit/member_nbd.h"
+#include "raidkit/member_rbd.h"
 
 /* The live state of slot i: the engine's, else the recorded one; active without a device is
  * missing. */
@@ -55,6 +56,10 @@ static cJSON *vol_slot_tree(struct rk_volume *v, uint32_t i, int st)
             cJSON_AddBoolToObject(o, "fua", ni.fua);
             cJSON_AddNumberToObject(o, "timeout_ms", (double)ni.timeout_ms);
         }
+    }
+    if (v->file[i] && rk_rbd_state(v->file[i])) { /* rbd member: librbd's, see member_rbd.h */
+        cJSON_AddStringToObject(o, "connection", rk_rbd_state(v->file[i]));
+        cJSON_AddNumberToObject(o, "latency_us", rk_rbd_mean_latency_us(v->file[i]));
     }
     vol_remote_status(v, i, o); /* reconnect state of a URI member (served volumes) */
     return o;

@@ -86,22 +86,32 @@ void raid_range_unlock(struct raid_priv *r, struct raid_range *node)
 }
 
 /* Levels that rebuild place array data at non-decreasing member offsets (raid_level.map), so
- * the first byte's lowest copy and the last byte's highest copy bound the span. */
+ * the first byte's lowest copy and the last byte's highest copy bound the span. Striped levels
+ * (raid5/6, raid10) only per row of chunks: the next chunk of the same row starts again at the
+ * row's first member offset, so a range that leaves its first extent spans whole chunks of the
+ * rows it touches (rounded out to the chunk; a region is a multiple of the chunk, so the regions
+ * named stay exactly those written). Before this rounding, a write from the middle of one chunk
+ * into the next chunk of its row gave lo >= hi and fell back to the whole member. */
 void raid_member_span(struct raid_priv *r, uint64_t off, uint64_t len, uint64_t *lo, uint64_t *hi)
 {
     const struct raid_layout *l = &r->l;
     struct rk_raid_extent c[RK_MAX_MEMBERS];
-    uint64_t run;
+    uint64_t run, chunk = l->g.chunk;
     int n = l->lvl->map(l, off, c, RK_MAX_MEMBERS, &run);
+    bool whole_chunks = chunk && len > run;
     *lo = UINT64_MAX;
     for (int i = 0; i < n; i++)
         if (c[i].member_off < *lo)
             *lo = c[i].member_off;
+    if (whole_chunks && *lo != UINT64_MAX)
+        *lo -= *lo % chunk;
     n = l->lvl->map(l, off + len - 1, c, RK_MAX_MEMBERS, &run);
     *hi = 0;
     for (int i = 0; i < n; i++)
         if (c[i].member_off + 1 > *hi)
             *hi = c[i].member_off + 1;
+    if (whole_chunks && *hi % chunk)
+        *hi += chunk - *hi % chunk;
     if (n <= 0 || *lo >= *hi) {
         *lo = 0;
         *hi = UINT64_MAX;

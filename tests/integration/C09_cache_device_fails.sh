@@ -37,25 +37,11 @@ rk_log "clean case ok"
 
 rk_log "=== 4 MiB dirty"
 ca_mode writeback
-rk_stamp 3 $((8 * MiB)) $((4 * MiB))
-[ "$(ca_q "c['dirty_bytes'] >= 4 * 1024 * 1024")" = True ] ||
-    rk_fail "4 MiB not dirty: $(cat "$T/st.json")"
-ca_fault fail-all
-ca_expect_eio $((8 * MiB)) $((4 * MiB)) 3
-ca_expect_eio $((10 * MiB)) 4096 3
-rk_verify 0 $((2 * MiB)) 2 # clean/uncached ranges still read
-[ "$(ca_q "c['state']")" = failed ] || rk_fail "cache state not failed: $(cat "$T/st.json")"
-ca_fault clear
-ca_wait "c['state'] == 'ok'" 10
-rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 2
+ca_dirty_fails 2
 rk_log "dirty case recovered"
 
 rk_log "=== restart, then detach writes back"
-rk_stop
-rk_serve --control "$CTL" --cache "$C" "${M[@]}"
-rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 2
-ca_detach
-[ "$(ca_q "c['state']")" = detached ] || rk_fail "not detached: $(cat "$T/st.json")"
+ca_restart_detach "$C" 2 "${M[@]}"
 rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 2
 rk_stop
 echo "PASS: C09 cache device fails"

@@ -38,25 +38,11 @@ rk_stamp 1 0 $((2 * MiB))
 ca_mode writethrough # gen 2 and gen 1 written back to the image: the cache is clean
 [ "$(ca_q "c['dirty_blocks']")" = 0 ] || rk_fail "cache not clean: $(cat "$T/st.json")"
 ca_mode writeback
-rk_stamp 3 $((8 * MiB)) $((4 * MiB)) # newer than the image's gen 2: dirty in the cache only
-[ "$(ca_q "c['dirty_bytes'] >= 4 * 1024 * 1024")" = True ] ||
-    rk_fail "4 MiB not dirty: $(cat "$T/st.json")"
-ca_fault fail-all
-ca_expect_eio $((8 * MiB)) $((4 * MiB)) 3
-ca_expect_eio $((10 * MiB)) 4096 3
-rk_verify 0 $((2 * MiB)) 1 # a clean range reads from the image
-[ "$(ca_q "c['state']")" = failed ] || rk_fail "cache state not failed: $(cat "$T/st.json")"
-ca_fault clear
-ca_wait "c['state'] == 'ok'" 10
-rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 1
+ca_dirty_fails 1 # gen 3, newer than the image's gen 2, dirty in the cache only
 rk_log "dirty case: EIO while failed, exact once back"
 
 rk_log "=== (3) restart, detach, then the RBD image alone"
-rk_stop
-rk_serve --control "$CTL" --cache "$C" "$R"
-rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 1
-ca_detach
-[ "$(ca_q "c['state']")" = detached ] || rk_fail "not detached: $(cat "$T/st.json")"
+ca_restart_detach "$C" 1 "$R"
 rk_stop
 rk_serve "$R"
 rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) 1

@@ -3,10 +3,11 @@
 # and a local file, on a one-node cluster started by the test (scripts/ceph-one-node.sh).
 # (1) bad input: a missing image, a missing pool, a malformed spec -> one line naming the
 #     member and the reason, exit 1, the local file untouched.
-# (2) create, serve, status kind rbd, fio --verify=crc32c (random mixed + 1M sequential).
+# (2) create, serve, status kind rbd, fio --verify=crc32c (random mixed + 1M sequential);
+#     status shows connection "connected" and the mean latency (JSON and text).
 # (3) the OSD dies mid-run: the RBD member's requests fail (rados_osd_op_timeout 3 s), the member
 #     is failed like a local one (slot failed, the file's superblock records it) and fio finishes
-#     with 0 verify errors on the degraded array.
+#     with 0 verify errors on the degraded array; status shows its connection timed-out/failed.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "$RAIDKIT_SOURCE_DIR/tests/integration/manage_lib.bash"
 . "$RAIDKIT_SOURCE_DIR/tests/lib/rbd_lib.sh"
@@ -40,6 +41,12 @@ rk_serve --control "$CTL" "$R" "$T/local"
 mg_status
 [ "$(mg_q "s['slots'][0]['kind']")" = rbd ] || rk_fail "slot 0 kind: $(cat "$T/st.json")"
 rk_fio_verify 24
+# status shows the rbd member's state and latency as for nbd members (docs/CLI.md "Member URIs").
+mg_status
+[ "$(mg_q "s['slots'][0]['connection']")" = connected ] || rk_fail "slot 0 connection: $(cat "$T/st.json")"
+[ "$(mg_q "s['slots'][0]['latency_us'] > 0")" = True ] || rk_fail "slot 0 latency: $(cat "$T/st.json")"
+"$RAIDKIT" status --control "$CTL" | grep -q "rbd member, connected, mean latency [0-9]* us" ||
+    rk_fail "text status lacks the rbd member line: $("$RAIDKIT" status --control "$CTL")"
 
 rk_log "=== (3) the OSD dies during fio: the rbd member fails, fio sees no error"
 (cd "$T" && fio --name=kill --ioengine=nbd --uri="$RK_URI" --rw=randwrite --bsrange=4k-64k \
@@ -53,6 +60,9 @@ grep -q "err= 0" "$T/fio.kill.out" || rk_fail "fio errors: $(cat "$T/fio.kill.ou
 mg_status
 [ "$(mg_slot_state 0)" = failed ] || rk_fail "slot 0 not failed: $(cat "$T/st.json")"
 grep -q "rbd member rbd:rk/a@.*the member fails" "$RK_LOG" || rk_fail "no member-failure line in the log"
+[ "$(mg_q "s['slots'][0]['connection'] in ('timed-out', 'failed')")" = True ] ||
+    rk_fail "slot 0 connection after the OSD died: $(cat "$T/st.json")"
+rk_log "rbd member after the OSD died: $(mg_q "s['slots'][0]['connection']")"
 rk_fio_verify 8
 rk_stop
 "$RAIDKIT" info --json "$T/local" >"$T/info.json" 2>/dev/null

@@ -4,6 +4,7 @@
 #   ca_mode MODE / ca_detach / ca_attach DEV / ca_fault SPEC   online, on $CTL
 #   ca_q PYEXPR       a python expression over the last status's cache object `c` (mg_status)
 #   ca_expect_eio OFF LEN GEN   reading the stamped range must fail with EIO
+#   ca_dirty_fails GEN / ca_restart_detach DEV GEN MEMBER...   the dirty cache-failure case
 # shellcheck disable=SC2034
 
 # ca_create CACHEDEV SIZE BLOCK MODE MEMBER...: a SIZE file, `raidkit cache create` (binds the
@@ -57,6 +58,41 @@ ca_expect_eio()
     fi
     grep -qi "input/output error" "$T/eio.err" ||
         rk_fail "reading [$1 +$2) failed without EIO: $(cat "$T/eio.err")"
+}
+
+# ca_dirty_fails CLEAN_GEN: the "cache device fails with dirty data" case shared by C09 and
+# rbd_cache_writeback (a writeback cache served with --debug-fault cache: and --control $CTL,
+# [0, 2M) stamped with generation CLEAN_GEN and clean): generation 3 written over [8M, 12M)
+# stays dirty in the cache; every cache-member I/O fails: reads of the dirty range fail with EIO
+# (never the backing's older data), [0, 2M) still reads CLEAN_GEN, the cache says failed; the
+# fault cleared, the cache recovers by itself and the dirty data reads back exactly.
+ca_dirty_fails()
+{
+    rk_stamp 3 $((8 * MiB)) $((4 * MiB))
+    [ "$(ca_q "c['dirty_bytes'] >= 4 * 1024 * 1024")" = True ] ||
+        rk_fail "4 MiB not dirty: $(cat "$T/st.json")"
+    ca_fault fail-all
+    ca_expect_eio $((8 * MiB)) $((4 * MiB)) 3
+    ca_expect_eio $((10 * MiB)) 4096 3
+    rk_verify 0 $((2 * MiB)) "$1" # clean/uncached ranges still read
+    [ "$(ca_q "c['state']")" = failed ] || rk_fail "cache state not failed: $(cat "$T/st.json")"
+    ca_fault clear
+    ca_wait "c['state'] == 'ok'" 10
+    rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) "$1"
+}
+
+# ca_restart_detach CACHEDEV CLEAN_GEN MEMBER...: after ca_dirty_fails, restart the server
+# through CACHEDEV (the dirty data survives), then detach the cache online (everything written
+# back to the array); the server keeps running uncached.
+ca_restart_detach()
+{
+    local c=$1 gen=$2
+    shift 2
+    rk_stop
+    rk_serve --control "$CTL" --cache "$c" "$@"
+    rk_verify $((8 * MiB)) $((4 * MiB)) 3 0 $((2 * MiB)) "$gen"
+    ca_detach
+    [ "$(ca_q "c['state']")" = detached ] || rk_fail "not detached: $(cat "$T/st.json")"
 }
 
 # ca_py: the cache tests' NBD client ($T/ca.py): fill URI OFF LEN BYTE (writes then flushes),
