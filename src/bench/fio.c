@@ -123,17 +123,10 @@ static int fio_child(char *const argv[], const char *errfile, char *err, size_t 
         execvp("fio", argv);
         _exit(127);
     }
-    run_child = pid;
-    if (run_interrupted)
-        kill(pid, SIGTERM);
     int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            run_child = 0;
-            return -errno;
-        }
-    }
-    run_child = 0;
+    int r = run_child_wait(pid, true, &st);
+    if (r < 0)
+        return r;
     if (run_interrupted) {
         rk_set_err(err, errlen, "interrupted");
         return -EINTR;

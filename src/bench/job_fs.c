@@ -41,20 +41,13 @@ int fsjob_exec_in(char *const argv[], const char *in, const char *out, const cha
         execvp(argv[0], argv);
         _exit(127);
     }
-    run_child = pid;
-    if (run_interrupted)
-        kill(pid, SIGTERM);
     int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR) {
-            run_child = 0;
-            return -errno;
-        }
-    }
-    run_child = 0;
+    int r = run_child_wait(pid, true, &st);
+    if (r < 0)
+        return r;
     if (run_interrupted)
         return -EINTR;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    return run_exit_code(st);
 }
 
 char *fsjob_slurp(const char *path)

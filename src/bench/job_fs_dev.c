@@ -307,8 +307,7 @@ int fsdev_down(struct fsdev *d, char *err, size_t errlen)
         /* The loop device is detached: SIGTERM stops the export cleanly (flushed, marked clean). */
         kill(d->fuse, SIGTERM);
         int st = 0;
-        while (waitpid(d->fuse, &st, 0) < 0 && errno == EINTR)
-            ;
+        (void)run_child_wait(d->fuse, false, &st); /* -ECHILD: already reaped, st stays 0 */
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             char *log = fsjob_slurp(d->fuse_log);
             rk_set_err(err, errlen, "raidkit fuse did not stop cleanly (status %d): %s",

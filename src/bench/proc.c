@@ -87,11 +87,35 @@ int run_cmd(char *const argv[], char *out, size_t outlen, bool merge)
     if (out && outlen)
         out[n] = '\0';
     int st;
-    while (waitpid(pid, &st, 0) < 0) {
-        if (errno != EINTR)
-            return -errno;
+    int r = run_child_wait(pid, false, &st);
+    return r < 0 ? r : run_exit_code(st);
+}
+
+int run_child_wait(pid_t pid, bool stoppable, int *status)
+{
+    if (stoppable) {
+        run_child = pid;
+        /* A signal that came before run_child was set found no child to stop. */
+        if (run_interrupted)
+            kill(pid, SIGTERM);
     }
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    int r = 0;
+    while (waitpid(pid, status, 0) < 0) {
+        if (errno != EINTR) {
+            r = -errno;
+            break;
+        }
+    }
+    if (stoppable)
+        run_child = 0;
+    return r;
+}
+
+int run_exit_code(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 bool run_have_prog(const char *prog)

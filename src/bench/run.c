@@ -226,6 +226,11 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
                 break;
             }
             double model = run_model_mbs(x, &k0, &k1);
+            if (model > 0) { /* the prediction: the model's simulated closed loop */
+                struct run_sim_in in = {.p = &x->emul, .level = bc->level, .iodepth = job->iodepth};
+                double sim = run_model_sim(&in, &k0, &k1);
+                model = sim > 0 ? sim : model;
+            }
             run_cell_add(cell, rd, wr, model);
             run_cell_lat(cell, x->lat);
             run_eta_trial(x, job, cell->ntrials <= rep->min_trials || extra > 0, eta, sizeof(eta));

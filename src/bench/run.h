@@ -42,6 +42,7 @@ struct run_target {
 struct run_counts {
     int n;          /* members counted */
     uint64_t bytes; /* array bytes read + written */
+    uint64_t ops;   /* array (client) reads + writes */
     uint64_t r[RK_MAX_MEMBERS], w[RK_MAX_MEMBERS], rb[RK_MAX_MEMBERS], wb[RK_MAX_MEMBERS];
 };
 
@@ -128,6 +129,24 @@ int run_fio(struct run_ctx *x, const struct bench_job *j, const struct run_targe
  * HDD, no I/O). */
 double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
                      const struct run_counts *b);
+/* What run_model_sim simulates: the SSD profile, the array's level (enum rk_level), fio's
+ * iodepth (requests always outstanding, 1..256) and the PRNG seed (0 = 1). */
+struct run_sim_in {
+    const struct rk_emul_params *p;
+    int level;
+    int iodepth;
+    uint64_t seed;
+};
+/* The model's own simulated MB/s (10^6 bytes/s) for the member I/O between counts a and b: a
+ * closed loop of in->iodepth client requests on a fake clock through emul_ssd_submit, one model
+ * per member. Each client request makes the member operations the trial's counts show per client
+ * request (reads on members drawn by their share of reads, then -- read-modify-write -- writes by
+ * their share of writes; a mirrored level's single read goes to the least busy copy, as
+ * src/raid/copies_rw.c picks), of the trials' mean member request size. 2000 requests of warm-up,
+ * 20000 measured; deterministic. 0 = unknown (no SSD model, no I/O, out of memory). Rule:
+ * docs/BENCHMARKS.md "Validation against the emulation". */
+double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
+                     const struct run_counts *b);
 /* The model parameters as JSON object text into x->rep->model_json. Returns 0 or -ENOMEM. */
 int run_model_json(struct run_ctx *x);
 
@@ -140,6 +159,15 @@ void run_signals(bool on);
 /* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the
  * exit status (0..255), or -errno when it could not run. */
 int run_cmd(char *const argv[], char *out, size_t outlen, bool merge);
+/* Wait for the child pid to end, retrying waitpid on EINTR; *status gets its raw wait status.
+ * stoppable: the child is the one a SIGINT/SIGTERM stops (run_child is set to pid while waiting,
+ * and it gets SIGTERM at once when run_interrupted is already set; the signal handler sends it for
+ * a later signal); false for commands that must finish even when interrupted (umount, losetup -d
+ * of the teardown). Returns 0, or -errno of waitpid (e.g. -ECHILD) with *status unset. Shared by
+ * run_cmd, fio's child (fio.c) and the filesystem tools (job_fs.c). */
+int run_child_wait(pid_t pid, bool stoppable, int *status);
+/* A raw wait status as an exit code: the exit status (0..255), or 128 + the signal number. */
+int run_exit_code(int status);
 /* Whether prog is on PATH. */
 bool run_have_prog(const char *prog);
 /* Strip trailing newlines and blanks. */

@@ -13,6 +13,7 @@
 
 #include "bench/run.h"
 #include "member/emul_model.h"
+#include "raidkit/raid.h"
 
 static struct rk_emul_params ssd(void)
 {
@@ -64,11 +65,66 @@ static void test_emul_mix_shares_budget(void **state)
     assert_int_equal(m.gate, 1000ull * 100000 + 1000ull * 200000);
 }
 
+/* The simulated prediction (run_model_sim): at queue depth 1 a request takes latency + len/bw
+ * (100 us + 4096/100 MB/s = 140.96 us: 29.06 MB/s), far below the count bound's IOPS cap
+ * (40.96 MB/s); at depth 64 the gate binds and both give the cap. */
+static void test_sim_depth(void **state)
+{
+    (void)state;
+    struct rk_emul_params p = ssd();
+    struct run_counts a = {0}, b = {0};
+    b.n = 1;
+    b.r[0] = b.ops = 1000;
+    b.rb[0] = b.bytes = 4096000;
+    struct run_sim_in in = {.p = &p, .level = RK_LEVEL_LINEAR, .iodepth = 1};
+    assert_float_equal(run_model_sim(&in, &a, &b), 4096 / 140.96, 0.01);
+    in.iodepth = 64;
+    assert_float_equal(run_model_sim(&in, &a, &b), 40.96, 0.05);
+}
+
+/* Four members, one read each per request: raid0 (any member, drawn at random) at depth 4 leaves
+ * members idle that a raid1 read (the least busy copy) keeps busy; raid1 reaches 4 x the IOPS
+ * cap, raid0 less. A raid1 write goes to all four (the cap of one member). */
+static void test_sim_members(void **state)
+{
+    (void)state;
+    struct rk_emul_params p = ssd();
+    p.parallelism = 1;
+    p.read_latency_us = 1000; /* 1 ms service: 1000 IOPS per member at most */
+    struct run_counts a = {0}, b = {0};
+    b.n = 4;
+    for (int i = 0; i < 4; i++) {
+        b.r[i] = 250;
+        b.rb[i] = 250 * 4096;
+    }
+    b.ops = 1000;
+    b.bytes = 4096000;
+    struct run_sim_in in = {.p = &p, .level = RK_LEVEL_RAID1, .iodepth = 4};
+    double mirror = run_model_sim(&in, &a, &b);
+    assert_float_equal(mirror, 4 * 4.096 / 1.0410, 0.05); /* 4 x 1 / (1 ms + 41 us) */
+    in.level = RK_LEVEL_RAID0;
+    double stripe = run_model_sim(&in, &a, &b);
+    assert_true(stripe < 0.85 * mirror);
+    memset(&b, 0, sizeof(b));
+    b.n = 4;
+    for (int i = 0; i < 4; i++) {
+        b.w[i] = 1000;
+        b.wb[i] = 1000 * 4096;
+    }
+    b.ops = 1000;
+    b.bytes = 4096000;
+    in.level = RK_LEVEL_RAID1;
+    in.iodepth = 64;
+    assert_float_equal(run_model_sim(&in, &a, &b), 4096 * 5000 / 1e6, 0.05);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_model_mix_shares_budget),
         cmocka_unit_test(test_emul_mix_shares_budget),
+        cmocka_unit_test(test_sim_depth),
+        cmocka_unit_test(test_sim_members),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
