@@ -20,8 +20,9 @@ static const struct {
 } mgmt_applies[] = {
     {"status", "cjth"},
     {"fail", "csjh"},
-    {"replace", "cswrWjPNh"},
-    {"scrub", "cRrnjPNh"},
+    {"replace", "cswrWjPNDh"},
+    {"scrub", "cRrnjPNDh"},
+    {"re-add", "csrWjPNDh"},
 };
 
 int mgmt_applies_to(const char *cmd, int c, const char *lname)
