@@ -46,6 +46,9 @@ struct cli_serve_volume {
     const char *control;   /* --control PATH or NULL */
     int threads;           /* --threads N, 0 when not given */
     bool read_only;        /* --read-only */
+    /* Set by the caller before cli_serve_open (NULL: none): checks the caller's `skip`
+     * positionals before any member is opened; nonzero (after a message) refuses. */
+    int (*check)(char **positionals, int skip);
 };
 /* Parse argv (argv[0] the command name) with serve's options (cmd_serve.c); after the options,
  * the first `skip` positionals belong to the caller, the rest are the members; open the volume

@@ -385,6 +385,13 @@ static int serve_run(struct serve_opts *o, int n, char **members)
             unlink(o->hidden);
         return CLI_EXIT_USAGE;
     }
+    if (o->control && front_control_check(o->control, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err); /* before any member is touched */
+        close(no->fd);
+        if (o->hidden[0])
+            unlink(o->hidden);
+        return CLI_EXIT_FAIL;
+    }
     int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
         char hint[4200];
@@ -569,6 +576,12 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
         return CLI_EXIT_USAGE;
     char err[512] = "";
+    if (o.control && front_control_check(o.control, err, sizeof(err))) {
+        fprintf(stderr, "raidkit %s: %s\n", argv[0], err); /* before any member is touched */
+        return CLI_EXIT_FAIL;
+    }
+    if (out->check && out->check(argv + optind, skip))
+        return CLI_EXIT_FAIL;
     r = rk_volume_open((const char *const *)argv + optind + skip, n, &o.oo, &out->vol, err,
                        sizeof(err));
     if (r) {
