@@ -69,9 +69,12 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
     }
     if (S_ISDIR(st.st_mode))
         return 0; /* a glob matching a directory: not a member candidate */
-    for (int i = 0; i < res->n; i++)
-        if (!strcmp(res->members[i], real))
-            return 0; /* listed twice (two globs) */
+    for (int i = 0; i < res->n; i++) {
+        struct stat o;
+        if (!strcmp(res->members[i], real) ||
+            (!stat(res->members[i], &o) && o.st_dev == st.st_dev && o.st_ino == st.st_ino))
+            return 0; /* matched twice (overlapping globs, a hard link): looked at once */
+    }
     cJSON *d = asm_read(real);
     if (d && asm_matches(a, d)) {
         cJSON_Delete(d);
@@ -92,6 +95,35 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
     }
     cJSON_Delete(d);
     asm_skip(res, real, why);
+    return 0;
+}
+
+int asm_check_duplicates(const char *cmd, const struct rk_conf *c, const struct rk_conf_array *a)
+{
+    char *const *globs = a->nglobs ? a->globs : c->scan;
+    int ng = a->nglobs ? a->nglobs : c->nscan, n = 0;
+    const char *plain[RK_CONF_MAX_GLOBS];
+    for (int g = 0; g < ng; g++)
+        if (!strpbrk(globs[g], "*?[{~"))
+            plain[n++] = globs[g];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            struct stat si, sj;
+            bool same = !strcmp(plain[i], plain[j]) ||
+                        (!stat(plain[i], &si) && !stat(plain[j], &sj) && si.st_dev == sj.st_dev &&
+                         si.st_ino == sj.st_ino);
+            if (same) {
+                if (!strcmp(plain[i], plain[j]))
+                    fprintf(stderr, "raidkit %s: %s: array %s: member %s is listed twice\n", cmd,
+                            c->path, a->name, plain[i]);
+                else
+                    fprintf(stderr,
+                            "raidkit %s: %s: array %s: members %s and %s are the same file "
+                            "(listed twice)\n",
+                            cmd, c->path, a->name, plain[j], plain[i]);
+                return CLI_EXIT_USAGE;
+            }
+        }
     return 0;
 }
 
@@ -162,6 +194,9 @@ int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
                 conf->path);
         return CLI_EXIT_USAGE;
     }
+    int d = asm_check_duplicates("serve", conf, *a);
+    if (d)
+        return d;
     if (asm_find(conf, *a, res)) {
         fprintf(stderr, "raidkit serve: out of memory\n");
         return CLI_EXIT_FAIL;
@@ -308,6 +343,10 @@ int cli_assemble(int argc, char **argv)
         struct asm_result res;
         if (!wanted)
             continue;
+        if (asm_check_duplicates("assemble", &conf, a)) {
+            worst = CLI_EXIT_USAGE;
+            break;
+        }
         if (asm_find(&conf, a, &res)) {
             asm_free(&res);
             fprintf(stderr, "raidkit assemble: out of memory\n");
@@ -318,7 +357,7 @@ int cli_assemble(int argc, char **argv)
         worst = res.state > worst ? res.state : worst;
         asm_free(&res);
     }
-    if (doc && worst != CLI_EXIT_FAIL)
+    if (doc && worst != CLI_EXIT_FAIL && worst != CLI_EXIT_USAGE)
         cli_print_json(doc);
     else
         cJSON_Delete(doc);

@@ -13,6 +13,7 @@
 
 #include "cli/assemble.h"
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "core/unixsock.h"
 #include "cli/report.h"
 #include "cli/serve_front.h"
@@ -543,8 +544,11 @@ int cli_serve(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     serve_signals();
-    if (!serve_is_name(&o, n, argv + optind))
+    if (!serve_is_name(&o, n, argv + optind)) {
+        if ((r = cli_check_duplicates("serve", (const char *const *)argv + optind, n)))
+            return r;
         return serve_main(&o, n, argv + optind);
+    }
     struct rk_conf conf = {0};
     struct asm_result res;
     const struct rk_conf_array *a = NULL;
@@ -580,6 +584,8 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
         fprintf(stderr, "raidkit %s: %s\n", argv[0], err); /* before any member is touched */
         return CLI_EXIT_FAIL;
     }
+    if ((r = cli_check_duplicates(argv[0], (const char *const *)argv + optind + skip, n)))
+        return r;
     if (out->check && out->check(argv + optind, skip))
         return CLI_EXIT_FAIL;
     r = rk_volume_open((const char *const *)argv + optind + skip, n, &o.oo, &out->vol, err,
