@@ -29,8 +29,9 @@ void asm_free(struct asm_result *res);
 int asm_check_duplicates(const char *cmd, const struct rk_conf *c, const struct rk_conf_array *a);
 
 /* serve NAME: load config (NULL: the default file) into *conf, find array name (*a) and its
- * members (res; every skipped file logged as a warning). CLI_EXIT_OK, CLI_EXIT_USAGE (no such
- * array), or CLI_EXIT_FAIL (bad file, no member found) after a message. rk_conf_free(conf) and
+ * members (res; every skipped file logged as a warning). CLI_EXIT_OK, CLI_EXIT_USAGE (a file
+ * that cannot be read or parsed, no such array, a file listed twice), or CLI_EXIT_FAIL (no
+ * member found) after a message. rk_conf_free(conf) and
  * asm_free(res) either way. */
 int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
                   const struct rk_conf_array **a, struct asm_result *res);

@@ -187,7 +187,7 @@ int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
     memset(res, 0, sizeof(*res));
     if (rk_conf_load(config, conf, err, sizeof(err))) {
         fprintf(stderr, "raidkit serve: %s\n", err);
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_USAGE; /* a configuration error: a restart cannot help (systemd) */
     }
     if (!(*a = rk_conf_find(conf, name))) {
         fprintf(stderr, "raidkit serve: %s is neither a member file nor an array of %s\n", name,
@@ -278,7 +278,8 @@ static const char assemble_usage[] =
     "superblocks among the paths and globs it lists, in any order. Files of another array and\n"
     "files that hold no raidkit superblock are named and skipped. Prints each array's slots\n"
     "and state; the exit status is the worst state: 0 healthy, 3 degraded, 4 recovering,\n"
-    "5 failed (no or too few members), 1 a bad configuration file. `raidkit serve NAME` serves\n"
+    "5 failed (no or too few members), 2 a configuration file that cannot be read or parsed\n"
+    "(or a NAME it does not hold), or the same file listed twice. `raidkit serve NAME` serves\n"
     "an array found this way.\n"
     "\n"
     "  -s, --scan          look for the members (the only mode for now)\n"
@@ -324,7 +325,7 @@ int cli_assemble(int argc, char **argv)
     if (rk_conf_load(config, &conf, err, sizeof(err))) {
         fprintf(stderr, "raidkit assemble: %s\n", err);
         rk_conf_free(&conf);
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
         if (!rk_conf_find(&conf, argv[i])) {

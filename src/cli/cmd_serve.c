@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/assemble.h"
+#include "cli/config.h"
 #include "cli/cli.h"
 #include "cli/members.h"
 #include "core/unixsock.h"
@@ -62,7 +63,7 @@ static const char serve_usage[] =
     "  -P, --pidfile PATH  write the pid to PATH once the socket listens; removed at exit\n"
     "  -v, --verbose       debug log lines too;  -q, --quiet: warnings and errors only\n"
     "      --config FILE   serve NAME: the configuration file (default\n"
-    "                      /etc/raidkit/raidkit.conf) whose [array NAME] names the members\n"
+    "                      " RK_CONF_DEFAULT ") whose [array NAME] names the members\n"
     "                      (found by superblock, as raidkit assemble --scan) and the settings\n"
     "                      (listen, control, export, pidfile, degraded, read-only, threads)\n"
     "  -t, --threads N     worker threads serving requests (default 32)\n"
@@ -543,6 +544,13 @@ int cli_serve(int argc, char **argv)
                         "cache: need --cache CACHEDEV\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.config && n != 1) {
+        fprintf(stderr,
+                "raidkit serve: --config %s serves a configured array: give its NAME alone, not "
+                "member files (%s ...)\n",
+                o.config, argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
     serve_signals();
     if (!serve_is_name(&o, n, argv + optind)) {
         if ((r = cli_check_duplicates("serve", (const char *const *)argv + optind, n)))
@@ -575,6 +583,13 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
     int n = argc - optind - skip;
     if (n <= 0) {
         fprintf(stderr, "raidkit %s: no members given (see raidkit %s --help)\n", argv[0], argv[0]);
+        return CLI_EXIT_USAGE;
+    }
+    if (o.config || o.single || o.run || o.pidfile || o.exit_with_parent) {
+        fprintf(stderr, "raidkit %s: option %s does not apply to %s (see raidkit %s --help)\n",
+                argv[0],
+                o.config ? "--config" : o.single ? "--single" : o.run ? "--run" : o.pidfile ? "--pidfile" : "--exit-with-parent",
+                argv[0], argv[0]);
         return CLI_EXIT_USAGE;
     }
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
