@@ -109,9 +109,9 @@ int asm_check_duplicates(const char *cmd, const struct rk_conf *c, const struct 
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) {
             struct stat si, sj;
-            bool same = !strcmp(plain[i], plain[j]) ||
-                        (!stat(plain[i], &si) && !stat(plain[j], &sj) && si.st_dev == sj.st_dev &&
-                         si.st_ino == sj.st_ino);
+            bool same =
+                !strcmp(plain[i], plain[j]) || (!stat(plain[i], &si) && !stat(plain[j], &sj) &&
+                                                si.st_dev == sj.st_dev && si.st_ino == sj.st_ino);
             if (same) {
                 if (!strcmp(plain[i], plain[j]))
                     fprintf(stderr, "raidkit %s: %s: array %s: member %s is listed twice\n", cmd,

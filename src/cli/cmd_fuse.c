@@ -179,7 +179,8 @@ int cli_fuse(int argc, char **argv)
         struct stat st;
         char file[4200];
         bool dir = !stat(mnt, &st) && S_ISDIR(st.st_mode);
-        snprintf(file, sizeof(file), "%s%s%s", mnt, dir ? "/" : "", dir ? fo.name ? fo.name : "volume" : "");
+        snprintf(file, sizeof(file), "%s%s%s", mnt, dir ? "/" : "",
+                 dir ? fo.name ? fo.name : "volume" : "");
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "mountpoint", mnt);
         cJSON_AddStringToObject(j, "file", file);

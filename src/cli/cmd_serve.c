@@ -588,7 +588,11 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
     if (o.config || o.single || o.run || o.pidfile || o.exit_with_parent) {
         fprintf(stderr, "raidkit %s: option %s does not apply to %s (see raidkit %s --help)\n",
                 argv[0],
-                o.config ? "--config" : o.single ? "--single" : o.run ? "--run" : o.pidfile ? "--pidfile" : "--exit-with-parent",
+                o.config    ? "--config"
+                : o.single  ? "--single"
+                : o.run     ? "--run"
+                : o.pidfile ? "--pidfile"
+                            : "--exit-with-parent",
                 argv[0], argv[0]);
         return CLI_EXIT_USAGE;
     }

@@ -44,8 +44,8 @@ void mgmt_print_mismatch_list(const cJSON *st);
  * *degraded: open degraded; *need (may be NULL): bytes a member of slot `own` needs (data
  * offset + data size; 0 unknown). 0, or CLI_EXIT_FAIL after a one-line message on stderr.
  */
-int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool allow,
-                       bool writable, bool *degraded, uint64_t *need);
+int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool allow, bool writable,
+                       bool *degraded, uint64_t *need);
 /* replace offline: the new member path (local; URIs pass) opens read-write and holds at least
  * need bytes (0: not checked). 0 or CLI_EXIT_FAIL after a message. */
 int mgmt_new_member_check(const char *path, uint64_t need);

@@ -26,8 +26,8 @@
  * given is refused too, and an `own` slot out of range. *degraded: how to open; *need (NULL:
  * not wanted): the bytes a member of slot `own` must hold (data offset + its data size), 0 when
  * unknown. 0, or CLI_EXIT_FAIL after a one-line message. */
-int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool allow,
-                              bool writable, bool *degraded, uint64_t *need)
+int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool allow, bool writable,
+                       bool *degraded, uint64_t *need)
 {
     char err[512] = "", miss[200] = "";
     char *t = rk_volume_info((const char *const *)paths, n, true, err, sizeof(err));
@@ -70,8 +70,8 @@ int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool a
             continue;
         }
         if (len < sizeof(miss))
-            len += (size_t)snprintf(miss + len, sizeof(miss) - len, "%s%d", nmiss ? ", " : "",
-                                    slot);
+            len +=
+                (size_t)snprintf(miss + len, sizeof(miss) - len, "%s%d", nmiss ? ", " : "", slot);
         nmiss++;
     }
     if (!rc && nmiss && !allow && writable) {
@@ -143,8 +143,8 @@ int mgmt_readd_member_check(const char *path, int n, char **paths, int64_t slot)
         fprintf(stderr, "raidkit re-add: %s: %s %s\n", path, st, mgmt_str(m, "reason"));
         rc = CLI_EXIT_FAIL;
     } else if (m && (int64_t)mgmt_num(m, "slot") != slot) {
-        fprintf(stderr, "raidkit re-add: %s is the old member of slot %.0f, not of slot %" PRId64
-                        "\n",
+        fprintf(stderr,
+                "raidkit re-add: %s is the old member of slot %.0f, not of slot %" PRId64 "\n",
                 path, mgmt_num(m, "slot"), slot);
         rc = CLI_EXIT_FAIL;
     }

@@ -21,17 +21,16 @@ int cli_check_duplicates(const char *cmd, const char *const *paths, int n)
         ok[i] = !rk_member_is_uri(paths[i]) && stat(paths[i], &st[i]) == 0;
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) {
-            bool same = ok[i] && ok[j] ? st[i].st_dev == st[j].st_dev &&
-                                             st[i].st_ino == st[j].st_ino
-                                       : !strcmp(paths[i], paths[j]);
+            bool same = ok[i] && ok[j]
+                            ? st[i].st_dev == st[j].st_dev && st[i].st_ino == st[j].st_ino
+                            : !strcmp(paths[i], paths[j]);
             if (!same)
                 continue;
             if (!strcmp(paths[i], paths[j]))
                 fprintf(stderr, "raidkit %s: member %s given twice\n", cmd, paths[i]);
             else
-                fprintf(stderr,
-                        "raidkit %s: members %s and %s are the same file (given twice)\n", cmd,
-                        paths[j], paths[i]);
+                fprintf(stderr, "raidkit %s: members %s and %s are the same file (given twice)\n",
+                        cmd, paths[j], paths[i]);
             return CLI_EXIT_USAGE;
         }
     return 0;

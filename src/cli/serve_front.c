@@ -210,8 +210,7 @@ int front_control_check(const char *path, char *err, size_t errlen)
         return 0;
     }
     if (!S_ISSOCK(st.st_mode)) {
-        rk_set_err(err, errlen, "--control %s: exists and is not a socket; not replacing it",
-                   path);
+        rk_set_err(err, errlen, "--control %s: exists and is not a socket; not replacing it", path);
         return -1;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
