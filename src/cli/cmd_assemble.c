@@ -41,7 +41,9 @@ static bool asm_matches(const struct rk_conf_array *a, const cJSON *d)
 {
     const cJSON *arr = cJSON_GetObjectItem(d, "array");
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "members"), 0);
-    if (!cJSON_IsObject(arr) || strcmp(asm_str(m, "status"), "ok"))
+    /* a truncated member is still this array's: its slot line names it (left out) */
+    if (!cJSON_IsObject(arr) ||
+        (strcmp(asm_str(m, "status"), "ok") && strcmp(asm_str(m, "status"), "truncated")))
         return false;
     if (a->uuid)
         return !strcasecmp(asm_str(arr, "uuid"), a->uuid);
