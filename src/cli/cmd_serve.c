@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -344,12 +345,15 @@ static int serve_started(struct serve_opts *o)
         struct sigaction sc = {.sa_handler = serve_on_child, .sa_flags = SA_NOCLDSTOP};
         sigemptyset(&sc.sa_mask);
         sigaction(SIGCHLD, &sc, NULL);
-        sigset_t chld, old;
+        /* SIGCHLD is blocked in every thread (cli_serve blocked it before the first thread was
+         * made), so it waits until this thread unblocks it: serve_child is set by then, and a
+         * command that exits at once is still reaped (no lost SIGCHLD, no hang). */
+        sigset_t chld;
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &chld, &old); /* serve_child is set before the handler runs */
+        pthread_sigmask(SIG_BLOCK, &chld, NULL);
         serve_child = front_run_start(o->run, o->no.listen, o->no.export_name, err, sizeof(err));
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
         if (serve_child < 0) {
             fprintf(stderr, "raidkit serve: %s\n", err);
             serve_child = 0;
@@ -428,6 +432,8 @@ static int serve_run(struct serve_opts *o, int n, char **members)
             fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
             rk_nbd_server_destroy(srv);
             rk_volume_close(vol);
+            if (o->hidden[0])
+                unlink(o->hidden);
             return CLI_EXIT_FAIL;
         }
         rk_info("control socket on %s", o->control);
@@ -514,8 +520,14 @@ static int serve_main(struct serve_opts *o, int n, char **members)
     if (r)
         return r;
     r = serve_run(o, n, members);
-    if (rundir[0])
+    if (rundir[0]) { /* --run's private socket directory goes on every exit path */
+        char sock[4300];
+        if (o->hidden[0])
+            unlink(o->hidden);
+        snprintf(sock, sizeof(sock), "%s/socket", rundir);
+        unlink(sock);
         rmdir(rundir);
+    }
     return r;
 }
 
@@ -552,6 +564,12 @@ int cli_serve(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     serve_signals();
+    if (o.run) { /* before any thread exists: see serve_started */
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        pthread_sigmask(SIG_BLOCK, &chld, NULL);
+    }
     if (!serve_is_name(&o, n, argv + optind)) {
         if ((r = cli_check_duplicates("serve", (const char *const *)argv + optind, n)))
             return r;
