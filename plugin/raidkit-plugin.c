@@ -9,7 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <sys/stat.h>
+
 #include <nbdkit-plugin.h>
+
+#include "cli/report.h"
 
 #include "raidkit/device.h"
 #include "raidkit/volume.h"
@@ -50,25 +55,45 @@ static int rkp_config(const char *key, const char *value)
     return 0;
 }
 
+/* Why the volume could not be opened (after_fork), reported by every .open; "" when open. */
+static char rkp_open_err[4800];
+
 static int rkp_config_complete(void)
 {
     if (rkp_nmembers == 0) {
         nbdkit_error("raidkit: no member= given (member=PATH, once per member file)");
         return -1;
     }
+    /* the same file twice (also through a symlink or hard link): said so, not "busy" */
+    for (int i = 0; i < rkp_nmembers; i++)
+        for (int j = 0; j < i; j++) {
+            struct stat a, b;
+            if (!strcmp(rkp_members[i], rkp_members[j]) ||
+                (!stat(rkp_members[i], &a) && !stat(rkp_members[j], &b) &&
+                 a.st_dev == b.st_dev && a.st_ino == b.st_ino)) {
+                nbdkit_error("raidkit: member=%s given twice (the same file)", rkp_members[i]);
+                return -1;
+            }
+        }
     return 0;
 }
 
+/* Assemble the volume. On failure every connection's .open fails with the reason, so a client
+ * (and `nbdkit --run CMD`) gets the error at once (an after_fork error alone left a connecting
+ * client waiting for ever). */
 static int rkp_after_fork(void)
 {
     struct rk_open_opts o = {
         .degraded = rkp_degraded, .read_only = rkp_readonly, .force = rkp_force};
-    char err[512] = "";
+    char err[512] = "", hint[4200];
     int r = rk_volume_open((const char *const *)rkp_members, rkp_nmembers, &o, &rkp_vol, err,
                            sizeof(err));
     if (r) {
-        nbdkit_error("raidkit: %s", err[0] ? err : strerror(-r));
-        return -1;
+        snprintf(rkp_open_err, sizeof(rkp_open_err), "raidkit: %s%s", err[0] ? err : strerror(-r),
+                 cli_busy_hint((const char *const *)rkp_members, rkp_nmembers, hint,
+                               sizeof(hint)));
+        nbdkit_error("%s", rkp_open_err);
+        return 0;
     }
     rkp_dev = rk_volume_dev(rkp_vol);
     return 0;
@@ -85,6 +110,10 @@ static void rkp_cleanup(void)
 
 static void *rkp_open(int readonly)
 {
+    if (!rkp_dev) {
+        nbdkit_error("%s", rkp_open_err[0] ? rkp_open_err : "raidkit: the volume is not open");
+        return NULL;
+    }
     return rkp_dev; /* one shared device; connections need no state of their own */
 }
 

@@ -22,9 +22,16 @@ struct asm_result {
 int asm_find(const struct rk_conf *c, const struct rk_conf_array *a, struct asm_result *res);
 void asm_free(struct asm_result *res);
 
+/* The same file listed twice among a's plain paths (words without glob characters; overlapping
+ * globs are looked at once, not an error): the same word, or two paths of one inode. Prints
+ * "raidkit CMD: FILE: array NAME: members A and B are the same file" and returns CLI_EXIT_USAGE;
+ * else 0. */
+int asm_check_duplicates(const char *cmd, const struct rk_conf *c, const struct rk_conf_array *a);
+
 /* serve NAME: load config (NULL: the default file) into *conf, find array name (*a) and its
- * members (res; every skipped file logged as a warning). CLI_EXIT_OK, CLI_EXIT_USAGE (no such
- * array), or CLI_EXIT_FAIL (bad file, no member found) after a message. rk_conf_free(conf) and
+ * members (res; every skipped file logged as a warning). CLI_EXIT_OK, CLI_EXIT_USAGE (a file
+ * that cannot be read or parsed, no such array, a file listed twice), or CLI_EXIT_FAIL (no
+ * member found) after a message. rk_conf_free(conf) and
  * asm_free(res) either way. */
 int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
                   const struct rk_conf_array **a, struct asm_result *res);

@@ -48,6 +48,9 @@ struct cli_serve_volume {
     int threads;           /* --threads N, 0 when not given */
     bool read_only;        /* --read-only */
     uint64_t rebuild_rate; /* --rebuild-rate in bytes per second, 0 = unlimited */
+    /* Set by the caller before cli_serve_open (NULL: none): checks the caller's `skip`
+     * positionals before any member is opened; nonzero (after a message) refuses. */
+    int (*check)(char **positionals, int skip);
 };
 /* Parse argv (argv[0] the command name) with serve's options (cmd_serve.c); after the options,
  * the first `skip` positionals belong to the caller, the rest are the members; open the volume

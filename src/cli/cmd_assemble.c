@@ -41,7 +41,9 @@ static bool asm_matches(const struct rk_conf_array *a, const cJSON *d)
 {
     const cJSON *arr = cJSON_GetObjectItem(d, "array");
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "members"), 0);
-    if (!cJSON_IsObject(arr) || strcmp(asm_str(m, "status"), "ok"))
+    /* a truncated member is still this array's: its slot line names it (left out) */
+    if (!cJSON_IsObject(arr) ||
+        (strcmp(asm_str(m, "status"), "ok") && strcmp(asm_str(m, "status"), "truncated")))
         return false;
     if (a->uuid)
         return !strcasecmp(asm_str(arr, "uuid"), a->uuid);
@@ -69,9 +71,12 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
     }
     if (S_ISDIR(st.st_mode))
         return 0; /* a glob matching a directory: not a member candidate */
-    for (int i = 0; i < res->n; i++)
-        if (!strcmp(res->members[i], real))
-            return 0; /* listed twice (two globs) */
+    for (int i = 0; i < res->n; i++) {
+        struct stat o;
+        if (!strcmp(res->members[i], real) ||
+            (!stat(res->members[i], &o) && o.st_dev == st.st_dev && o.st_ino == st.st_ino))
+            return 0; /* matched twice (overlapping globs, a hard link): looked at once */
+    }
     cJSON *d = asm_read(real);
     if (d && asm_matches(a, d)) {
         cJSON_Delete(d);
@@ -82,7 +87,11 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
         return (res->members[res->n++] = strdup(real)) ? 0 : -ENOMEM;
     }
     const cJSON *arr = d ? cJSON_GetObjectItem(d, "array") : NULL;
-    if (cJSON_IsObject(arr)) {
+    const cJSON *m0 = d ? cJSON_GetArrayItem(cJSON_GetObjectItem(d, "members"), 0) : NULL;
+    if (cJSON_IsObject(arr) && strcmp(asm_str(m0, "status"), "ok")) {
+        /* this array's or another's superblock, but the member is damaged (e.g. truncated) */
+        snprintf(why, sizeof(why), "%s: %s", asm_str(m0, "status"), asm_str(m0, "reason"));
+    } else if (cJSON_IsObject(arr)) {
         snprintf(why, sizeof(why), "member of another array, %s (%s)", asm_str(arr, "uuid"),
                  asm_str(arr, "name")[0] ? asm_str(arr, "name") : "no name");
     } else {
@@ -92,6 +101,35 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
     }
     cJSON_Delete(d);
     asm_skip(res, real, why);
+    return 0;
+}
+
+int asm_check_duplicates(const char *cmd, const struct rk_conf *c, const struct rk_conf_array *a)
+{
+    char *const *globs = a->nglobs ? a->globs : c->scan;
+    int ng = a->nglobs ? a->nglobs : c->nscan, n = 0;
+    const char *plain[RK_CONF_MAX_GLOBS];
+    for (int g = 0; g < ng; g++)
+        if (!strpbrk(globs[g], "*?[{~"))
+            plain[n++] = globs[g];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++) {
+            struct stat si, sj;
+            bool same =
+                !strcmp(plain[i], plain[j]) || (!stat(plain[i], &si) && !stat(plain[j], &sj) &&
+                                                si.st_dev == sj.st_dev && si.st_ino == sj.st_ino);
+            if (same) {
+                if (!strcmp(plain[i], plain[j]))
+                    fprintf(stderr, "raidkit %s: %s: array %s: member %s is listed twice\n", cmd,
+                            c->path, a->name, plain[i]);
+                else
+                    fprintf(stderr,
+                            "raidkit %s: %s: array %s: members %s and %s are the same file "
+                            "(listed twice)\n",
+                            cmd, c->path, a->name, plain[j], plain[i]);
+                return CLI_EXIT_USAGE;
+            }
+        }
     return 0;
 }
 
@@ -155,13 +193,16 @@ int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
     memset(res, 0, sizeof(*res));
     if (rk_conf_load(config, conf, err, sizeof(err))) {
         fprintf(stderr, "raidkit serve: %s\n", err);
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_USAGE; /* a configuration error: a restart cannot help (systemd) */
     }
     if (!(*a = rk_conf_find(conf, name))) {
         fprintf(stderr, "raidkit serve: %s is neither a member file nor an array of %s\n", name,
                 conf->path);
         return CLI_EXIT_USAGE;
     }
+    int d = asm_check_duplicates("serve", conf, *a);
+    if (d)
+        return d;
     if (asm_find(conf, *a, res)) {
         fprintf(stderr, "raidkit serve: out of memory\n");
         return CLI_EXIT_FAIL;
@@ -176,9 +217,77 @@ int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
                 "raidkit serve: no member of array %s found (see raidkit assemble --scan)\n", name);
         return CLI_EXIT_FAIL;
     }
-    rk_info("array %s: %d member%s found (%s)", name, res->n, res->n == 1 ? "" : "s",
+    const cJSON *sl, *arr = res->info ? cJSON_GetObjectItem(res->info, "array") : NULL;
+    const cJSON *list = arr ? cJSON_GetObjectItem(arr, "slots") : NULL;
+    int usable = 0;
+    cJSON_ArrayForEach(sl, list)
+    {
+        usable += cJSON_IsString(cJSON_GetObjectItem(sl, "path"));
+    }
+    rk_info("array %s: %d of %d members found, %d file%s left out (%s)", name, usable,
+            cJSON_GetArraySize(list), res->n - usable, res->n - usable == 1 ? "" : "s",
             asm_state_name(res->state));
     return CLI_EXIT_OK;
+}
+
+/* The report of one array: text on stdout, or a JSON object added to out. */
+/* The file of this array res found for slot that assembly leaves out (stale, truncated, ...),
+ * as its rk_volume_info member object, or NULL. */
+static const cJSON *asm_left_out(const struct asm_result *res, int slot)
+{
+    const cJSON *it, *mem = res->info ? cJSON_GetObjectItem(res->info, "members") : NULL;
+    cJSON_ArrayForEach(it, mem)
+    {
+        const cJSON *sl = cJSON_GetObjectItem(it, "slot");
+        if (strcmp(asm_str(it, "status"), "ok") && cJSON_IsNumber(sl) &&
+            (int)sl->valuedouble == slot)
+            return it;
+    }
+    return NULL;
+}
+
+/* One slot of the report: its JSON object added to slots, and (text) the line
+ * "  slot N: active, PATH" / "missing" / "stale (event E < A), left out: PATH" /
+ * "failed (recorded), no member". Returns 1 when a usable member holds it. */
+static int asm_report_slot(const struct asm_result *res, const cJSON *arr, const cJSON *it,
+                           cJSON *slots, bool text)
+{
+    const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
+    const char *rec = asm_str(it, "state");
+    int slot = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(it, "slot"));
+    const cJSON *lo = p ? NULL : asm_left_out(res, slot);
+    char state[64], line[700];
+    if (p) {
+        snprintf(state, sizeof(state), "%s", rec);
+        snprintf(line, sizeof(line), "%s, %s", rec, p);
+    } else if (lo && !strcmp(asm_str(lo, "status"), "stale")) {
+        snprintf(state, sizeof(state), "stale");
+        snprintf(line, sizeof(line), "stale (event %.0f < %.0f), left out: %s",
+                 cJSON_GetNumberValue(cJSON_GetObjectItem(lo, "event")),
+                 cJSON_GetNumberValue(cJSON_GetObjectItem(arr, "event")), asm_str(lo, "path"));
+    } else if (lo) {
+        snprintf(state, sizeof(state), "%s", asm_str(lo, "status"));
+        snprintf(line, sizeof(line), "%s, left out: %s %s", state, asm_str(lo, "path"),
+                 asm_str(lo, "reason"));
+    } else if (!strcmp(rec, "active")) {
+        snprintf(state, sizeof(state), "missing");
+        snprintf(line, sizeof(line), "missing");
+    } else {
+        snprintf(state, sizeof(state), "%s", rec);
+        snprintf(line, sizeof(line), "%s (recorded), no member", rec);
+    }
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "slot", slot);
+    cJSON_AddStringToObject(s, "state", state);
+    cJSON_AddStringToObject(s, "recorded", rec);
+    if (p || lo)
+        cJSON_AddStringToObject(s, "path", p ? p : asm_str(lo, "path"));
+    else
+        cJSON_AddNullToObject(s, "path");
+    cJSON_AddItemToArray(slots, s);
+    if (text)
+        printf("  slot %d: %s\n", slot, line);
+    return p ? 1 : 0;
 }
 
 /* The report of one array: text on stdout, or a JSON object added to out. */
@@ -190,33 +299,42 @@ static void asm_report(const struct rk_conf_array *a, struct asm_result *res, cJ
     cJSON_AddStringToObject(o, "uuid", arr ? asm_str(arr, "uuid") : (a->uuid ? a->uuid : ""));
     cJSON_AddStringToObject(o, "level", arr ? asm_str(arr, "level") : "");
     cJSON_AddStringToObject(o, "state", asm_state_name(res->state));
-    if (!out)
-        printf("array %s: %s%s%s, %d member%s found: %s\n", a->name,
-               arr ? asm_str(arr, "uuid") : "no member found", arr ? " " : "",
-               arr ? asm_str(arr, "level") : "", res->n, res->n == 1 ? "" : "s",
-               asm_state_name(res->state));
-    const cJSON *slot_list = arr ? cJSON_GetObjectItem(arr, "slots") : NULL;
-    cJSON_ArrayForEach(it, slot_list)
-    {
-        const char *p = cJSON_GetStringValue(cJSON_GetObjectItem(it, "path"));
-        int slot = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(it, "slot"));
-        cJSON *s = cJSON_CreateObject();
-        cJSON_AddNumberToObject(s, "slot", slot);
-        cJSON_AddStringToObject(s, "state", asm_str(it, "state"));
-        if (p)
-            cJSON_AddStringToObject(s, "path", p);
-        else
-            cJSON_AddNullToObject(s, "path");
-        cJSON_AddItemToArray(slots, s);
-        if (!out)
-            printf("  slot %-3d %-11s %s\n", slot, asm_str(it, "state"), p ? p : "(missing)");
-    }
+    int nslots = cJSON_GetArraySize(arr ? cJSON_GetObjectItem(arr, "slots") : NULL);
+    int usable = 0, left = 0;
     const cJSON *mem = res->info ? cJSON_GetObjectItem(res->info, "members") : NULL;
     cJSON_ArrayForEach(it, mem)
     {
-        /* A file of this array that assembly will not use (stale: a lower event counter). */
-        if (strcmp(asm_str(it, "status"), "ok")) {
-            char why[300];
+        left += strcmp(asm_str(it, "status"), "ok") != 0;
+    }
+    const cJSON *slot_list = arr ? cJSON_GetObjectItem(arr, "slots") : NULL;
+    cJSON_ArrayForEach(it, slot_list)
+    {
+        usable += cJSON_IsString(cJSON_GetObjectItem(it, "path"));
+    }
+    char lo[48] = "";
+    if (left)
+        snprintf(lo, sizeof(lo), ", %d file%s left out", left, left == 1 ? "" : "s");
+    if (!out && arr)
+        printf("array %s: %s %s, %d of %d members found%s: %s\n", a->name, asm_str(arr, "uuid"),
+               asm_str(arr, "level"), usable, nslots, lo, asm_state_name(res->state));
+    else if (!out)
+        printf("array %s: no member found: %s\n", a->name, asm_state_name(res->state));
+    cJSON_AddNumberToObject(o, "members_found", usable);
+    cJSON_AddNumberToObject(o, "slots_total", nslots);
+    cJSON_AddNumberToObject(o, "left_out", left);
+    cJSON_ArrayForEach(it, slot_list)
+    {
+        asm_report_slot(res, arr, it, slots, !out);
+    }
+    cJSON_ArrayForEach(it, mem)
+    {
+        /* A file of this array assembly will not use and no slot line names (e.g. replaced). */
+        const cJSON *sl = cJSON_GetObjectItem(it, "slot");
+        if (strcmp(asm_str(it, "status"), "ok") &&
+            (!cJSON_IsNumber(sl) || asm_left_out(res, (int)sl->valuedouble) != it ||
+             cJSON_IsString(cJSON_GetObjectItem(cJSON_GetArrayItem(slot_list, (int)sl->valuedouble),
+                                                "path")))) {
+            char why[400];
             snprintf(why, sizeof(why), "%s%s%s", asm_str(it, "status"),
                      asm_str(it, "reason")[0] ? ": " : "", asm_str(it, "reason"));
             asm_skip(res, asm_str(it, "path"), why);
@@ -243,7 +361,8 @@ static const char assemble_usage[] =
     "superblocks among the paths and globs it lists, in any order. Files of another array and\n"
     "files that hold no raidkit superblock are named and skipped. Prints each array's slots\n"
     "and state; the exit status is the worst state: 0 healthy, 3 degraded, 4 recovering,\n"
-    "5 failed (no or too few members), 1 a bad configuration file. `raidkit serve NAME` serves\n"
+    "5 failed (no or too few members), 2 a configuration file that cannot be read or parsed\n"
+    "(or a NAME it does not hold), or the same file listed twice. `raidkit serve NAME` serves\n"
     "an array found this way.\n"
     "\n"
     "  -s, --scan          look for the members (the only mode for now)\n"
@@ -289,7 +408,7 @@ int cli_assemble(int argc, char **argv)
     if (rk_conf_load(config, &conf, err, sizeof(err))) {
         fprintf(stderr, "raidkit assemble: %s\n", err);
         rk_conf_free(&conf);
-        return CLI_EXIT_FAIL;
+        return CLI_EXIT_USAGE;
     }
     for (int i = optind; i < argc; i++)
         if (!rk_conf_find(&conf, argv[i])) {
@@ -308,6 +427,10 @@ int cli_assemble(int argc, char **argv)
         struct asm_result res;
         if (!wanted)
             continue;
+        if (asm_check_duplicates("assemble", &conf, a)) {
+            worst = CLI_EXIT_USAGE;
+            break;
+        }
         if (asm_find(&conf, a, &res)) {
             asm_free(&res);
             fprintf(stderr, "raidkit assemble: out of memory\n");
@@ -318,7 +441,7 @@ int cli_assemble(int argc, char **argv)
         worst = res.state > worst ? res.state : worst;
         asm_free(&res);
     }
-    if (doc && worst != CLI_EXIT_FAIL)
+    if (doc && worst != CLI_EXIT_FAIL && worst != CLI_EXIT_USAGE)
         cli_print_json(doc);
     else
         cJSON_Delete(doc);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "cli/report.h"
 #include "core/util.h"
 #include "raidkit/volume.h"
@@ -251,14 +252,19 @@ int cli_create(int argc, char **argv)
         return CLI_EXIT_USAGE;
     }
     char **members = argv + optind;
-    if ((r = create_check_args(&cc, n, members)))
+    if ((r = create_check_args(&cc, n, members)) ||
+        (r = cli_check_duplicates("create", (const char *const *)members, n)))
         return r;
     char err[512] = "";
+    bool absent[RK_MAX_MEMBERS];
+    cli_note_absent((const char *const *)members, n, absent);
     r = rk_volume_create((const char *const *)members, n, &cc.o, err, sizeof(err));
     if (r) {
         char hint[4200];
         fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r),
                 cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
+        /* Only what this run made (--size creates missing files) goes; nothing that existed. */
+        cli_remove_created((const char *const *)members, n, absent);
         return CLI_EXIT_FAIL;
     }
     if (cc.json) {

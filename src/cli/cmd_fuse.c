@@ -7,7 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "core/util.h"
 #include "ctl/control.h"
 #include "raidkit/volume.h"
@@ -16,7 +22,7 @@
 #endif
 
 static const char fuse_usage[] =
-    "Usage: raidkit fuse MOUNTPOINT [--name NAME] [--allow-other] [--max-io SIZE]\n"
+    "Usage: raidkit fuse MOUNTPOINT [--name NAME] [--allow-other] [--max-io SIZE] [--json]\n"
     "                   [serve options: --read-only --degraded --force --threads N\n"
     "                    --emulate PROFILE --control PATH --rebuild-rate MIB\n"
     "                    --debug-fault SLOT:SPEC] MEMBER...\n"
@@ -31,6 +37,7 @@ static const char fuse_usage[] =
     "      --name NAME     file name inside a directory MOUNTPOINT (default \"volume\")\n"
     "      --allow-other   let other users open the file (FUSE allow_other)\n"
     "      --max-io SIZE   largest FUSE read/write request (default 1M; 4K..1M)\n"
+    "      --json          after the stop, print {mountpoint, file, size, result} as JSON\n"
     "  -t, --threads N     most FUSE worker threads (default 16)\n"
     "  -c, --control PATH  serve the control socket at PATH (raidkit status/fail/replace/scrub)\n"
     "  other options as in raidkit serve --help (--listen and --export are accepted, unused)\n";
@@ -38,9 +45,32 @@ static const char fuse_usage[] =
 /* The options of fuse itself, taken out of argv before serve's parser sees the rest. */
 struct fuse_only {
     const char *name;
-    bool allow_other;
+    bool allow_other, json;
     uint64_t max_io;
 };
+
+/* Before any member is opened (cli_serve_volume.check): MOUNTPOINT must be an existing regular
+ * file or directory, and /dev/fuse usable. 0, or CLI_EXIT_FAIL after a message. */
+static int fuse_check_mountpoint(char **pos, int skip)
+{
+    struct stat st;
+    if (skip < 1)
+        return 0;
+    if (stat(pos[0], &st)) {
+        fprintf(stderr, "raidkit fuse: mount point %s: %s\n", pos[0], strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "raidkit fuse: mount point %s: not a regular file or directory\n", pos[0]);
+        return CLI_EXIT_FAIL;
+    }
+    if (access("/dev/fuse", R_OK | W_OK)) {
+        fprintf(stderr, "raidkit fuse: /dev/fuse: %s (FUSE is not available here)\n",
+                strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
+}
 
 /* Remove --name/--allow-other/--max-io (also --opt=value) from argv, compacting it; *argc is
  * updated. 0, -1 after --help, or CLI_EXIT_USAGE after a message. */
@@ -62,6 +92,10 @@ static int fuse_take_own(int *argc, char **argv, struct fuse_only *f)
         }
         if (!strcmp(a, "--allow-other")) {
             f->allow_other = true;
+            continue;
+        }
+        if (!strcmp(a, "--json")) {
+            f->json = true;
             continue;
         }
         bool is_name = !strncmp(a, "--name", kl) && kl == 6;
@@ -105,7 +139,7 @@ int cli_fuse(int argc, char **argv)
     fprintf(stderr, "raidkit fuse: built without libfuse3 (install libfuse3-dev, rebuild)\n");
     return CLI_EXIT_FAIL;
 #else
-    struct cli_serve_volume sv = {0};
+    struct cli_serve_volume sv = {.check = fuse_check_mountpoint};
     r = cli_serve_open(argc, argv, 1, &sv);
     if (r)
         return r;
@@ -131,6 +165,7 @@ int cli_fuse(int argc, char **argv)
                               .read_only = sv.read_only,
                               .allow_other = f.allow_other,
                               .max_io = (uint32_t)f.max_io};
+    uint64_t size = rk_volume_dev(sv.vol)->size;
     r = rk_fuse_export_run(rk_volume_dev(sv.vol), &fo, err, sizeof(err));
     if (r)
         fprintf(stderr, "raidkit fuse: %s\n", err[0] ? err : strerror(-r));
@@ -144,6 +179,19 @@ int cli_fuse(int argc, char **argv)
     if (r)
         return CLI_EXIT_FAIL;
     rk_info("stopped cleanly");
+    if (f.json) {
+        struct stat st;
+        char file[4200];
+        bool dir = !stat(mnt, &st) && S_ISDIR(st.st_mode);
+        snprintf(file, sizeof(file), "%s%s%s", mnt, dir ? "/" : "",
+                 dir ? fo.name ? fo.name : "volume" : "");
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "mountpoint", mnt);
+        cJSON_AddStringToObject(j, "file", file);
+        cJSON_AddNumberToObject(j, "size", (double)size);
+        cJSON_AddStringToObject(j, "result", "stopped cleanly");
+        return cli_print_json(j);
+    }
     return CLI_EXIT_OK;
 #endif
 }

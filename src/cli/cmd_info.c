@@ -19,7 +19,8 @@ static const char info_usage[] =
     "Read the superblocks of MEMBER files (read-only) and show the array they belong to: UUID,\n"
     "name, level, chunk, size, event counter, clean/dirty, and each member's slot and state.\n"
     "Unreadable, foreign, stale or corrupt members are named with the reason; a file that holds\n"
-    "no raidkit superblock is named with what it holds (a file system, zeroes, ...), and the\n"
+    "no raidkit superblock is named with what it holds (a file system, zeroes, ...); a member\n"
+    "shorter than its superblock says is named truncated (its slot counts as missing); the\n"
     "exit status is then 1.\n"
     "\n"
     "  -j, --json   print one JSON document (for scripts)\n"
@@ -161,12 +162,23 @@ int cli_info(int argc, char **argv)
         free(text);
         bad = info_foreign_content(doc, true);
     }
-    int state = cli_info_state(doc);
+    int state = cli_info_state(doc), truncated = 0;
+    cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItem(doc, "members"))
+    {
+        truncated += !strcmp(info_str(m, "status"), "truncated");
+    }
     cJSON_Delete(doc);
     if (test && state)
         return state;
     if (bad)
         fprintf(stderr, "raidkit info: %d of %d member%s hold%s no raidkit superblock\n", bad, n,
                 n == 1 ? "" : "s", bad == 1 ? "s" : "");
-    return bad ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    if (truncated)
+        fprintf(stderr,
+                "raidkit info: %d of %d member%s %s shorter than %s superblock says "
+                "(truncated)\n",
+                truncated, n, n == 1 ? "" : "s", truncated == 1 ? "is" : "are",
+                truncated == 1 ? "its" : "their");
+    return bad || truncated ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

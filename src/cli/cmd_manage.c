@@ -211,7 +211,7 @@ static const char fail_usage[] =
 
 static const char replace_usage[] =
     "Usage: raidkit replace --slot N --with NEWMEMBER [--rate MIB] [--wait] [--json]\n"
-    "                       [--progress|--no-progress] (--control PATH | MEMBER...)\n"
+    "                       [--progress|--no-progress] (--control PATH | [--degraded] MEMBER...)\n"
     "\n"
     "Rebuild slot N onto NEWMEMBER (an existing file or device, at least as large as the slot\n"
     "needs, not holding another array's superblock). The slot must be failed or missing: fail\n"
@@ -224,6 +224,7 @@ static const char replace_usage[] =
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -W, --wait          online: wait until the rebuild ended\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "      --degraded      offline: run although slots other than N are missing (not given)\n"
     "  -j, --json          print the result as JSON\n"
     "  -P, --progress      draw a progress bar on stderr even when it is no terminal\n"
     "      --no-progress   no progress output (default: a bar on a terminal, else a log line\n"
@@ -231,7 +232,8 @@ static const char replace_usage[] =
     "  -h, --help          show this help\n";
 
 static const char readd_usage[] =
-    "Usage: raidkit re-add --slot N MEMBER [--rate MIB] [--wait] (--control PATH | "
+    "Usage: raidkit re-add --slot N MEMBER [--rate MIB] [--wait] [--json]\n"
+    "                      [--progress|--no-progress] (--control PATH | [--degraded] "
     "ARRAYMEMBER...)\n"
     "\n"
     "Take the old member of slot N (failed or missing) back with the content it had when it\n"
@@ -245,11 +247,15 @@ static const char readd_usage[] =
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -W, --wait          online: wait until the re-add ended\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "      --degraded      offline: run although slots other than N are missing (not given)\n"
+    "  -j, --json          print the result as JSON\n"
+    "  -P, --progress      draw a progress bar on stderr even when it is no terminal\n"
+    "      --no-progress   no progress output\n"
     "  -h, --help          show this help\n";
 
 static const char scrub_usage[] =
     "Usage: raidkit scrub [--repair] [--rate MIB] [--no-wait] [--json] [--progress|--no-progress]\n"
-    "                     (--control PATH | MEMBER...)\n"
+    "                     (--control PATH | [--degraded] MEMBER...)\n"
     "\n"
     "Compare every copy (raid1/10) or parity (raid5/6) of the array and count mismatched\n"
     "chunks/stripes. --repair rewrites what the redundancy can tell is wrong: raid1 with 3+\n"
@@ -265,6 +271,8 @@ static const char scrub_usage[] =
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -n, --no-wait       online: only start it (see raidkit status)\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
+    "      --degraded      offline --repair: run with members missing (a check, which writes\n"
+    "                      nothing, scrubs what it is given)\n"
     "  -j, --json          print the result (counts and mismatch_list) as JSON\n"
     "  -P, --progress      draw a progress bar on stderr even when it is no terminal\n"
     "      --no-progress   no progress output (default: a bar on a terminal, else a log line\n"
@@ -276,7 +284,7 @@ struct mgmt_opts {
     const char *control, *with;
     int64_t slot;
     uint64_t rate;
-    bool json, wait, repair, no_wait, test;
+    bool json, wait, repair, no_wait, test, degraded;
 };
 
 static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
@@ -294,6 +302,7 @@ static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
         {"test", no_argument, NULL, 't'},
         {"progress", no_argument, NULL, 'P'},
         {"no-progress", no_argument, NULL, 'N'},
+        {"degraded", no_argument, NULL, 'D'}, /* long option only */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -349,6 +358,9 @@ static int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv,
             break;
         case 'N':
             mgmt_progress = CLI_PROGRESS_OFF;
+            break;
+        case 'D':
+            o->degraded = true;
             break;
         case 'h':
             fputs(usage, stdout);
@@ -447,9 +459,10 @@ static int mgmt_offline_wait(const char *cmd, struct rk_dev *raid)
     return r;
 }
 
-static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, struct rk_volume **vol)
+static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, bool degraded,
+                     struct rk_volume **vol)
 {
-    struct rk_open_opts oo = {.degraded = true, .read_only = ro};
+    struct rk_open_opts oo = {.degraded = degraded, .read_only = ro};
     char err[512] = "";
     int r = rk_volume_open((const char *const *)argv, argc, &oo, vol, err, sizeof(err));
     char hint[4200];
@@ -480,6 +493,10 @@ int cli_replace(int argc, char **argv)
                         "PATH or the MEMBER files (see raidkit replace --help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.control && o.degraded) {
+        fprintf(stderr, "raidkit replace: --degraded applies offline only (MEMBER files)\n");
+        return CLI_EXIT_USAGE;
+    }
     char abs[PATH_MAX];
     if (rk_member_is_uri(o.with)) /* a remote member's URI is used as given */
         snprintf(abs, sizeof(abs), "%s", o.with);
@@ -507,7 +524,12 @@ int cli_replace(int argc, char **argv)
         return o.wait ? mgmt_wait_job("replace", o.control) : CLI_EXIT_OK;
     }
     struct rk_volume *vol = NULL;
-    if (mgmt_open("replace", n, argv + optind, false, &vol))
+    bool degraded;
+    uint64_t need;
+    if (mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
+                           &need) ||
+        mgmt_new_member_check(abs, need) ||
+        mgmt_open("replace", n, argv + optind, false, degraded, &vol))
         return CLI_EXIT_FAIL;
     char err[600] = "";
     r = rk_volume_replace(vol, (uint32_t)o.slot, abs, o.rate, err, sizeof(err));
@@ -540,6 +562,10 @@ int cli_scrub(int argc, char **argv)
                         "raidkit scrub --help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.control && o.degraded) {
+        fprintf(stderr, "raidkit scrub: --degraded applies offline only (MEMBER files)\n");
+        return CLI_EXIT_USAGE;
+    }
     if (o.control) {
         /* A resync (after a crash, or the initial sync) runs first: its regions are not in
          * sync yet, so a scrub waits for it rather than report them. */
@@ -557,7 +583,9 @@ int cli_scrub(int argc, char **argv)
         return o.no_wait ? CLI_EXIT_OK : mgmt_wait_job("scrub", o.control);
     }
     struct rk_volume *vol = NULL;
-    if (mgmt_open("scrub", n, argv + optind, !o.repair, &vol))
+    bool degraded;
+    if (mgmt_offline_check("scrub", n, argv + optind, -1, o.degraded, o.repair, &degraded, NULL) ||
+        mgmt_open("scrub", n, argv + optind, !o.repair, degraded, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);
     struct rk_raid_progress pr;
@@ -604,6 +632,10 @@ int cli_readd(int argc, char **argv)
                         "the array's other members (see raidkit re-add --help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.control && o.degraded) {
+        fprintf(stderr, "raidkit re-add: --degraded applies offline only (ARRAYMEMBER files)\n");
+        return CLI_EXIT_USAGE;
+    }
     char abs[PATH_MAX], err[600] = "", note[300] = "";
     if (rk_member_is_uri(argv[optind]))
         snprintf(abs, sizeof(abs), "%s", argv[optind]);
@@ -619,15 +651,25 @@ int cli_readd(int argc, char **argv)
         cJSON_AddNumberToObject(req, "rate", (double)o.rate);
         cJSON *reply = mgmt_call("re-add", o.control, req);
         int rc = reply ? mgmt_check("re-add", reply) : CLI_EXIT_FAIL;
+        if (!rc && o.json && !o.wait) {
+            cJSON_AddNumberToObject(reply, "slot", (double)o.slot);
+            cJSON_AddStringToObject(reply, "member", abs);
+            return cli_print_json(reply);
+        }
         if (!rc)
-            printf("%s\n", mgmt_str(reply, "message"));
+            (o.json ? fprintf(stderr, "raidkit re-add: %s\n", mgmt_str(reply, "message"))
+                    : printf("%s\n", mgmt_str(reply, "message")));
         cJSON_Delete(reply);
         if (rc)
             return rc;
         return o.wait ? mgmt_wait_job("re-add", o.control) : CLI_EXIT_OK;
     }
     struct rk_volume *vol = NULL;
-    if (mgmt_open("re-add", n, argv + optind + 1, false, &vol))
+    bool degraded;
+    if (mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
+                           NULL) ||
+        mgmt_readd_member_check(abs, n, argv + optind + 1, o.slot) ||
+        mgmt_open("re-add", n, argv + optind + 1, false, degraded, &vol))
         return CLI_EXIT_FAIL;
     r = rk_volume_readd(vol, (uint32_t)o.slot, abs, o.rate, note, sizeof(note), err, sizeof(err));
     if (r) {
@@ -635,7 +677,8 @@ int cli_readd(int argc, char **argv)
         rk_volume_close(vol);
         return CLI_EXIT_FAIL;
     }
-    printf("%s\n", note);
+    if (!o.json)
+        printf("%s\n", note);
     r = mgmt_offline_wait("re-add", rk_volume_raid(vol));
     struct rk_raid_progress p;
     rk_raid_progress(rk_volume_raid(vol), &p);
@@ -643,6 +686,15 @@ int cli_readd(int argc, char **argv)
     if (r || rc) {
         fprintf(stderr, "raidkit re-add: %s\n", strerror(-(r ? r : rc)));
         return CLI_EXIT_FAIL;
+    }
+    if (o.json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "message", note);
+        cJSON_AddNumberToObject(j, "resynced_bytes", (double)p.resynced);
+        cJSON_AddStringToObject(j, "member", abs);
+        cJSON_AddNumberToObject(j, "slot", (double)o.slot);
+        cJSON_AddStringToObject(j, "result", "re-added");
+        return cli_print_json(j);
     }
     printf("slot %" PRId64 ": re-added %s, %" PRIu64 " bytes resynced\n", o.slot, abs, p.resynced);
     return CLI_EXIT_OK;

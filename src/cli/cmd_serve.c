@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "cli/assemble.h"
+#include "cli/config.h"
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "core/unixsock.h"
 #include "cli/report.h"
 #include "cli/serve_front.h"
@@ -61,7 +64,7 @@ static const char serve_usage[] =
     "  -P, --pidfile PATH  write the pid to PATH once the socket listens; removed at exit\n"
     "  -v, --verbose       debug log lines too;  -q, --quiet: warnings and errors only\n"
     "      --config FILE   serve NAME: the configuration file (default\n"
-    "                      /etc/raidkit/raidkit.conf) whose [array NAME] names the members\n"
+    "                      " RK_CONF_DEFAULT ") whose [array NAME] names the members\n"
     "                      (found by superblock, as raidkit assemble --scan) and the settings\n"
     "                      (listen, control, export, pidfile, degraded, read-only, threads)\n"
     "  -t, --threads N     worker threads serving requests (default 32)\n"
@@ -342,12 +345,15 @@ static int serve_started(struct serve_opts *o)
         struct sigaction sc = {.sa_handler = serve_on_child, .sa_flags = SA_NOCLDSTOP};
         sigemptyset(&sc.sa_mask);
         sigaction(SIGCHLD, &sc, NULL);
-        sigset_t chld, old;
+        /* SIGCHLD is blocked in every thread (cli_serve blocked it before the first thread was
+         * made), so it waits until this thread unblocks it: serve_child is set by then, and a
+         * command that exits at once is still reaped (no lost SIGCHLD, no hang). */
+        sigset_t chld;
         sigemptyset(&chld);
         sigaddset(&chld, SIGCHLD);
-        sigprocmask(SIG_BLOCK, &chld, &old); /* serve_child is set before the handler runs */
+        pthread_sigmask(SIG_BLOCK, &chld, NULL);
         serve_child = front_run_start(o->run, o->no.listen, o->no.export_name, err, sizeof(err));
-        sigprocmask(SIG_SETMASK, &old, NULL);
+        pthread_sigmask(SIG_UNBLOCK, &chld, NULL);
         if (serve_child < 0) {
             fprintf(stderr, "raidkit serve: %s\n", err);
             serve_child = 0;
@@ -385,6 +391,13 @@ static int serve_run(struct serve_opts *o, int n, char **members)
             unlink(o->hidden);
         return CLI_EXIT_USAGE;
     }
+    if (o->control && front_control_check(o->control, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err); /* before any member is touched */
+        close(no->fd);
+        if (o->hidden[0])
+            unlink(o->hidden);
+        return CLI_EXIT_FAIL;
+    }
     int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
         char hint[4200];
@@ -419,6 +432,8 @@ static int serve_run(struct serve_opts *o, int n, char **members)
             fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
             rk_nbd_server_destroy(srv);
             rk_volume_close(vol);
+            if (o->hidden[0])
+                unlink(o->hidden);
             return CLI_EXIT_FAIL;
         }
         rk_info("control socket on %s", o->control);
@@ -505,8 +520,14 @@ static int serve_main(struct serve_opts *o, int n, char **members)
     if (r)
         return r;
     r = serve_run(o, n, members);
-    if (rundir[0])
+    if (rundir[0]) { /* --run's private socket directory goes on every exit path */
+        char sock[4300];
+        if (o->hidden[0])
+            unlink(o->hidden);
+        snprintf(sock, sizeof(sock), "%s/socket", rundir);
+        unlink(sock);
         rmdir(rundir);
+    }
     return r;
 }
 
@@ -535,9 +556,25 @@ int cli_serve(int argc, char **argv)
                         "cache: need --cache CACHEDEV\n");
         return CLI_EXIT_USAGE;
     }
+    if (o.config && n != 1) {
+        fprintf(stderr,
+                "raidkit serve: --config %s serves a configured array: give its NAME alone, not "
+                "member files (%s ...)\n",
+                o.config, argv[optind]);
+        return CLI_EXIT_USAGE;
+    }
     serve_signals();
-    if (!serve_is_name(&o, n, argv + optind))
+    if (o.run) { /* before any thread exists: see serve_started */
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        pthread_sigmask(SIG_BLOCK, &chld, NULL);
+    }
+    if (!serve_is_name(&o, n, argv + optind)) {
+        if ((r = cli_check_duplicates("serve", (const char *const *)argv + optind, n)))
+            return r;
         return serve_main(&o, n, argv + optind);
+    }
     struct rk_conf conf = {0};
     struct asm_result res;
     const struct rk_conf_array *a = NULL;
@@ -566,9 +603,28 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
         fprintf(stderr, "raidkit %s: no members given (see raidkit %s --help)\n", argv[0], argv[0]);
         return CLI_EXIT_USAGE;
     }
+    if (o.config || o.single || o.run || o.pidfile || o.exit_with_parent) {
+        fprintf(stderr, "raidkit %s: option %s does not apply to %s (see raidkit %s --help)\n",
+                argv[0],
+                o.config    ? "--config"
+                : o.single  ? "--single"
+                : o.run     ? "--run"
+                : o.pidfile ? "--pidfile"
+                            : "--exit-with-parent",
+                argv[0], argv[0]);
+        return CLI_EXIT_USAGE;
+    }
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
         return CLI_EXIT_USAGE;
     char err[512] = "";
+    if (o.control && front_control_check(o.control, err, sizeof(err))) {
+        fprintf(stderr, "raidkit %s: %s\n", argv[0], err); /* before any member is touched */
+        return CLI_EXIT_FAIL;
+    }
+    if ((r = cli_check_duplicates(argv[0], (const char *const *)argv + optind + skip, n)))
+        return r;
+    if (out->check && out->check(argv + optind, skip))
+        return CLI_EXIT_FAIL;
     r = rk_volume_open((const char *const *)argv + optind + skip, n, &o.oo, &out->vol, err,
                        sizeof(err));
     if (r) {

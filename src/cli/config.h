@@ -1,4 +1,4 @@
-/* The array configuration file, /etc/raidkit/raidkit.conf (or `--config FILE`): arrays named by
+/* The array configuration file, RK_CONF_DEFAULT (or `--config FILE`): arrays named by
  * UUID and/or name, with the member paths or globs to look among, and the serve settings of
  * each. Syntax: the INI of src/core/ini.h. docs/CLI.md "Configuration file". */
 #ifndef RK_CLI_CONFIG_H
@@ -7,7 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define RK_CONF_DEFAULT    "/etc/raidkit/raidkit.conf"
+/* The build's RAIDKIT_SYSCONFDIR/raidkit/raidkit.conf (CMakeLists.txt; the systemd unit uses the
+ * same value). */
+#ifndef RK_CONF_DEFAULT
+#define RK_CONF_DEFAULT "/etc/raidkit/raidkit.conf"
+#endif
 #define RK_CONF_MAX_ARRAYS 32
 #define RK_CONF_MAX_GLOBS  64
 

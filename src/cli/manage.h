@@ -4,6 +4,9 @@
 #ifndef RK_CLI_MANAGE_H
 #define RK_CLI_MANAGE_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <cjson/cJSON.h>
 
 #include "raidkit/raid.h"
@@ -31,5 +34,23 @@ void mgmt_print_mismatch(double slot, double moff, double len, double aoff, cons
                          const char *fixed);
 /* One line per mismatch of st's last_scrub.mismatch_list, on stdout. */
 void mgmt_print_mismatch_list(const cJSON *st);
+
+/*
+ * Offline replace/re-add/scrub (manage_offline.c), before the open that writes superblocks
+ * (docs/CLI.md "replace", "re-add", "scrub"): read the n member paths' superblocks read-only.
+ * A slot recorded active whose member is not given is missing; only `own` (the slot the command
+ * acts on; -1 none) may be missing without --degraded (allow), as for serve, when the open is
+ * writable. An `own` slot that is active with its member given, or out of range, is refused.
+ * *degraded: open degraded; *need (may be NULL): bytes a member of slot `own` needs (data
+ * offset + data size; 0 unknown). 0, or CLI_EXIT_FAIL after a one-line message on stderr.
+ */
+int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool allow, bool writable,
+                       bool *degraded, uint64_t *need);
+/* replace offline: the new member path (local; URIs pass) opens read-write and holds at least
+ * need bytes (0: not checked). 0 or CLI_EXIT_FAIL after a message. */
+int mgmt_new_member_check(const char *path, uint64_t need);
+/* re-add offline: MEMBER path holds this array's superblock (read with the n array members) for
+ * slot. 0 or CLI_EXIT_FAIL after a message naming what it holds instead. */
+int mgmt_readd_member_check(const char *path, int n, char **paths, int64_t slot);
 
 #endif

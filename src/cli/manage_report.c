@@ -18,10 +18,8 @@ static const char *jstr(const cJSON *o, const char *key)
 static const struct {
     const char *cmd, *opts;
 } mgmt_applies[] = {
-    {"status", "cjth"},
-    {"fail", "csjh"},
-    {"replace", "cswrWjPNh"},
-    {"scrub", "cRrnjPNh"},
+    {"status", "cjth"},     {"fail", "csjh"},        {"replace", "cswrWjPNDh"},
+    {"scrub", "cRrnjPNDh"}, {"re-add", "csrWjPNDh"},
 };
 
 int mgmt_applies_to(const char *cmd, int c, const char *lname)

@@ -188,6 +188,43 @@ void front_notify(const char *state)
     close(fd);
 }
 
+int front_control_check(const char *path, char *err, size_t errlen)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    struct stat st;
+    if (!path[0] || strlen(path) >= sizeof(sa.sun_path)) {
+        rk_set_err(err, errlen, "--control %s: not a usable unix socket path (1..%zu bytes)", path,
+                   sizeof(sa.sun_path) - 1);
+        return -1;
+    }
+    if (lstat(path, &st) < 0) {
+        char dir[4096];
+        snprintf(dir, sizeof(dir), "%s", path);
+        char *slash = strrchr(dir, '/');
+        const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+        if (errno != ENOENT || access(d, W_OK | X_OK) < 0) {
+            rk_set_err(err, errlen, "--control %s: %s%s%s", path, errno == ENOENT ? d : "",
+                       errno == ENOENT ? ": " : "", strerror(errno));
+            return -1;
+        }
+        return 0;
+    }
+    if (!S_ISSOCK(st.st_mode)) {
+        rk_set_err(err, errlen, "--control %s: exists and is not a socket; not replacing it", path);
+        return -1;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool live = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    if (fd >= 0)
+        close(fd);
+    if (live) {
+        rk_set_err(err, errlen, "--control %s: in use by a running server", path);
+        return -1;
+    }
+    return 0;
+}
+
 int front_pidfile_check(const char *path, char *err, size_t errlen)
 {
     struct stat st;

@@ -53,6 +53,12 @@ void front_uri(const char *listen, const char *export_name, char *uri, size_t le
  * errors are ignored (a notification is advisory). */
 void front_notify(const char *state);
 
+/* Whether --control PATH can be served, checked before any member is opened (the control
+ * socket itself is made once the array is open, rk_control_start): PATH fits a unix socket
+ * address, and it is absent with a writable directory, or a stale socket nobody accepts on. A
+ * live socket or any other file is refused. 0, or -1 with the reason (naming PATH) in err. */
+int front_control_check(const char *path, char *err, size_t errlen);
+
 /* Whether --pidfile PATH may be written: it does not exist and its directory is writable, or it
  * is a regular file holding only a decimal pid (an old pid file). Anything else (a member named
  * by mistake, any other file, a symlink) is refused. 0, or -1 with the reason in err. */

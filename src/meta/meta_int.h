@@ -20,6 +20,8 @@ enum meta_class {
     META_REPLACED,   /* newest event, but its UUID is not the one recorded for its slot */
     META_DUPLICATE,  /* claims a slot another member already holds */
     META_CONFLICT,   /* same array and event as the newest, but a different geometry */
+    META_TRUNCATED,  /* valid superblock, but the file or device is shorter than its data area
+                        (set by info only: assembly refuses it as the engine's "cannot hold") */
 };
 
 /* One member of a scan. reason holds the message for every class but META_OK. */

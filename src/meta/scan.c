@@ -100,6 +100,7 @@ const char *meta_class_name(enum meta_class c)
         [META_REPLACED] = "replaced",
         [META_DUPLICATE] = "duplicate",
         [META_CONFLICT] = "conflict",
+        [META_TRUNCATED] = "truncated",
     };
     return (unsigned)c < sizeof(names) / sizeof(names[0]) ? names[c] : "unknown";
 }

@@ -38,18 +38,18 @@ scan() { # scan WANT_STATUS ARGS...: run assemble --scan, check the exit status
     [ "$rc" -eq "$want" ] || rk_fail "assemble --scan $* exited $rc, want $want: $(cat "$T/scan.out" "$T/scan.err")"
 }
 scan 0
-grep -q "array alpha: $uuid raid5, 3 members found: healthy" "$T/scan.out" || rk_fail "alpha not healthy: $(cat "$T/scan.out")"
+grep -q "array alpha: $uuid raid5, 3 of 3 members found: healthy" "$T/scan.out" || rk_fail "alpha not healthy: $(cat "$T/scan.out")"
 for s in 0 1 2; do
-    grep -Eq "slot $s +active +${A[$s]}\$" "$T/scan.out" || rk_fail "slot $s of alpha is not ${A[$s]}: $(cat "$T/scan.out")"
+    grep -Eq "slot $s: active, ${A[$s]}\$" "$T/scan.out" || rk_fail "slot $s of alpha is not ${A[$s]}: $(cat "$T/scan.out")"
 done
 grep -q "skipped  ${B[0]}: member of another array, .* (beta)" "$T/scan.out" || rk_fail "foreign member not named: $(cat "$T/scan.out")"
 grep -q "skipped  $T/junk: not a raidkit member: zeroes only" "$T/scan.out" || rk_fail "junk not named"
-grep -q "array beta: .* raid1, 2 members found: healthy" "$T/scan.out" || rk_fail "beta (by name, glob) not found"
+grep -q "array beta: .* raid1, 2 of 2 members found: healthy" "$T/scan.out" || rk_fail "beta (by name, glob) not found"
 
 # One member missing: degraded; two: failed; JSON says the same.
 mv "${A[1]}" "$T/away"
 scan 3 alpha
-grep -Eq "slot 1 +active +\(missing\)" "$T/scan.out" || rk_fail "missing slot not shown: $(cat "$T/scan.out")"
+grep -Eq "^  slot 1: missing\$" "$T/scan.out" || rk_fail "missing slot not shown: $(cat "$T/scan.out")"
 grep -q "not found" "$T/scan.out" || rk_fail "the missing path is not named"
 mv "${A[2]}" "$T/away2"
 scan 5 --json alpha
@@ -62,7 +62,40 @@ scan 2 nosuch
 [ $? -eq 2 ] || rk_fail "assemble without --scan is not a usage error"
 printf '[array x]\nmembers = /x\nbogus = 1\n' >"$T/bad.conf"
 "$RAIDKIT" assemble --scan --config "$T/bad.conf" >/dev/null 2>"$T/bad.err"
-[ $? -eq 1 ] && grep -q "bad.conf:3: unknown key 'bogus'" "$T/bad.err" || rk_fail "bad config: $(cat "$T/bad.err")"
+[ $? -eq 2 ] && grep -q "bad.conf:3: unknown key 'bogus'" "$T/bad.err" || rk_fail "bad config (exit 2, a usage error): $(cat "$T/bad.err")"
+
+# Config errors are usage errors (exit 2, systemd's RestartPreventExitStatus=2), also for serve;
+# --config with member files is refused, not ignored.
+"$RAIDKIT" serve --config "$T/nonexist.conf" alpha >/dev/null 2>"$T/nc.err"
+[ $? -eq 2 ] && grep -q "nonexist.conf" "$T/nc.err" || rk_fail "serve with a missing config: $(cat "$T/nc.err")"
+"$RAIDKIT" serve --config "$T/nonexist.conf" "${A[@]}" >/dev/null 2>"$T/nc.err"
+[ $? -eq 2 ] && grep -q "give its NAME alone" "$T/nc.err" || rk_fail "serve --config with members: $(cat "$T/nc.err")"
+"$RAIDKIT" serve --config "$T/bad.conf" x >/dev/null 2>&1
+[ $? -eq 2 ] || rk_fail "serve with a bad config is not exit 2"
+# The same file listed twice (a hard link) is a usage error naming both; overlapping globs are not.
+ln "${A[0]}" "$T/alink"
+printf '[array alpha]\nuuid = %s\nmembers = %s %s %s %s\n' "$uuid" "${A[0]}" "${A[1]}" "${A[2]}" "$T/alink" >"$T/dup.conf"
+"$RAIDKIT" assemble --scan --config "$T/dup.conf" >/dev/null 2>"$T/dup.err"
+[ $? -eq 2 ] && grep -q "${A[0]} and $T/alink are the same file" "$T/dup.err" || rk_fail "duplicate listing: $(cat "$T/dup.err")"
+printf '[array alpha]\nuuid = %s\nmembers = %s %s/a*\n' "$uuid" "${A[0]}" "$T" >"$T/glob.conf"
+"$RAIDKIT" assemble --scan --config "$T/glob.conf" >"$T/glob.out" 2>&1
+[ $? -eq 0 ] && grep -q "3 of 3 members found: healthy" "$T/glob.out" || rk_fail "overlapping globs: $(cat "$T/glob.out")"
+rm -f "$T/alink"
+# A truncated member (shorter than its superblock says) is named so in its slot line, left out.
+cp "${A[2]}" "$T/a2.cur"
+truncate -s 4M "${A[2]}"
+scan 3 alpha
+grep -Eq "^  slot 2: truncated, left out: ${A[2]} is truncated" "$T/scan.out" || rk_fail "truncated member: $(cat "$T/scan.out")"
+cp "$T/a2.cur" "${A[2]}"
+# A stale member is named as such in its slot line, not counted as found.
+"$RAIDKIT" serve -q --run true "${A[@]}" 2>/dev/null || rk_fail "serve --run true"
+cp "$T/a2.cur" "${A[2]}"
+scan 3 alpha
+grep -Eq "^  slot 2: stale \(event [0-9]+ < [0-9]+\), left out: ${A[2]}\$" "$T/scan.out" || rk_fail "stale wording: $(cat "$T/scan.out")"
+grep -q "2 of 3 members found, 1 file left out: degraded" "$T/scan.out" || rk_fail "stale counts: $(cat "$T/scan.out")"
+grep -q "is stale" "$T/scan.out" && rk_fail "'stale: is stale' wording: $(cat "$T/scan.out")"
+"$RAIDKIT" replace --slot 2 --with "${A[2]}" "${A[0]}" "${A[1]}" >/dev/null 2>"$T/rep.err" || rk_fail "replace slot 2: $(cat "$T/rep.err")"
+scan 0 alpha
 
 # serve NAME: the configured members and listen address; SIGTERM stops it cleanly.
 RK_NSERVE=$((RK_NSERVE + 1))

@@ -58,4 +58,22 @@ nk_stop
 nbdkit -U "$T/bad.sock" "$PLUGIN" member="${M[0]}" colour=blue >"$T/bad.log" 2>&1 &&
     rk_fail "nbdkit accepted colour=blue"
 grep -q "unknown parameter 'colour'" "$T/bad.log" || rk_fail "bad parameter message: $(cat "$T/bad.log")"
+
+# Too few members: the error at once (no hang), from nbdkit --run's client too.
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" --run 'nbdinfo --size "$uri"' </dev/null >"$T/few.log" 2>&1
+rc=$?
+[ "$rc" -ne 124 ] || rk_fail "nbdkit raidkit with one of three members hangs"
+[ "$rc" -ne 0 ] && grep -q "members unavailable" "$T/few.log" || rk_fail "too few members (rc $rc): $(cat "$T/few.log")"
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" --run 'nbdinfo --size "$uri"' >"$T/few.log" 2>&1
+[ $? -ne 124 ] || rk_fail "nbdkit raidkit with one of three members hangs (stdin not /dev/null)"
+# The same member twice: said so, before anything is opened.
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" member="${M[0]}" member="${M[1]}" --run true >"$T/dup.log" 2>&1 &&
+    rk_fail "nbdkit accepted a member given twice"
+grep -q "given twice" "$T/dup.log" || rk_fail "duplicate member message: $(cat "$T/dup.log")"
+# A member locked by a running server: the message names the pid holding it.
+rk_serve "${M[@]}"
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" member="${M[1]}" member="${M[2]}" --run 'nbdinfo --size "$uri"' >"$T/busy.log" 2>&1 &&
+    rk_fail "nbdkit served members in use"
+grep -Eq "in use by pid [0-9]+ \(raidkit\)" "$T/busy.log" || rk_fail "lock holder not named: $(cat "$T/busy.log")"
+rk_stop
 echo PASS
