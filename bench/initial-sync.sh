@@ -12,6 +12,8 @@
 # (FILL=zero: all already consistent, the sync only reads and compares or copies).
 # The job's own time comes from its "resync finished ... in S s" log line; the time from serve
 # start (assembly included) is printed too.
+# bench/sync_ceiling (next to the binary) gives the honest ceiling on this machine: one member
+# alone and each level's sync I/O pattern moved by the emulation without RAID code.
 # Then the resync after a crash, per level over zeroed members: one 4 KiB write then SIGKILL
 # (one region's bit set) vs a write of the whole array then SIGKILL (every bit set), each
 # followed by a serve with the emulation that runs the bitmap resync: the two job times.
@@ -63,6 +65,31 @@ for rw in read write; do
 done
 kill -TERM "$RK_PID"; wait "$RK_PID"; RK_PID=""
 echo "member sequential bandwidth ($PROFILE, through raidkit linear + NBD): read ${BW[read]} MB/s, write ${BW[write]} MB/s"
+
+# The honest ceiling (bench/sync_ceiling.c, built next to the binary): the emulation alone moving
+# each level's sync bytes with the sync's step shape, no RAID code; 0 when the tool is missing.
+declare -A CEIL=()
+CEIL_BIN=$(dirname "$RK")/sync_ceiling
+ceil_pattern() { # LEVEL N: the sync_ceiling pattern of a level's full sync over random members
+    case $1 in
+    raid1 | raid10) echo "copy $2" ;;
+    raid5) echo "parity $2 1" ;;
+    raid6) echo "parity $2 2" ;;
+    esac
+}
+if [ -x "$CEIL_BIN" ]; then
+    IFS=, read -r -a CSPEC <<<"$SPECS"
+    pats=(read)
+    for spec in "${CSPEC[@]}"; do
+        read -r level n <<<"$spec"
+        pats+=("$(ceil_pattern "$level" "$n")")
+    done
+    while read -r line; do
+        echo "ceiling: $line"
+        name=$(echo "$line" | sed 's/ *[0-9.]* s .*//')
+        CEIL[$name]=$(echo "$line" | sed -n 's/.* \([0-9.]*\) MB\/s per member.*/\1/p')
+    done < <("$CEIL_BIN" "$WORK" "$PROFILE" "$(numfmt --from=iec "$MEMBER_SIZE")" "${pats[@]}")
+fi
 
 # serve_job MEMBER...: serve the members with the emulation and the control socket, wait for the
 # job to leave "running" (20 ms polls); sets LINE ("kind state end"), T0/T1 (serve start, job
@@ -118,9 +145,11 @@ for spec in "${SPECL[@]}"; do
     RAIDKIT_TEST_NO_ZERO=1 "$RK" create --force --level "$level" "${m[@]}" >/dev/null 2>&1 || exit 1
     serve_job "${m[@]}"
     read -r kind state end <<<"$LINE"
-    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$T0" "$T1" "${BW[read]}" "${BW[write]}" "$JT" <<'PYEOF'
+    pat=$(ceil_pattern "$level" "$n")
+    "$PY" - "$level" "$n" "$kind" "$state" "$end" "$T0" "$T1" "${BW[read]}" "${BW[write]}" "$JT" \
+        "${CEIL[read]:-0}" "${CEIL[$pat]:-0}" <<'PYEOF'
 import sys
-level, n, kind, state, end, t0, t1, rd, wr, jt = sys.argv[1:]
+level, n, kind, state, end, t0, t1, rd, wr, jt, c1, cl = sys.argv[1:]
 sec, jt = float(t1) - float(t0), float(jt)
 rate = int(end) / sec / 1e6
 jrate = int(end) / jt / 1e6 if jt > 0 else 0
@@ -128,6 +157,9 @@ print("%s over %s: initial sync (%s %s) of %d MB per member: job %.2f s = %.1f M
       "= %.2fx member read, %.2fx member write bandwidth; from serve start %.2f s = %.2fx read" % (
           level, n, kind, state, int(end) / 1e6, jt, jrate, jrate / float(rd), jrate / float(wr),
           sec, rate / float(rd)))
+if float(c1) > 0 and float(cl) > 0:
+    print("  vs the emulation alone (sync_ceiling): %.2fx one member's read (%s MB/s), %.2fx the "
+          "level's own pattern (%s MB/s per member)" % (jrate / float(c1), c1, jrate / float(cl), cl))
 PYEOF
 done
 

@@ -24,8 +24,12 @@
 #include "raidkit/emul.h"
 #include "raidkit/member.h"
 
-#define STEP  (4ull << 20)
+#ifndef STEP
+#define STEP (4ull << 20)
+#endif
+#ifndef DEPTH
 #define DEPTH 4
+#endif
 #define CHUNK (64ull << 10)
 #define NMAX  16
 
@@ -86,22 +90,23 @@ static void step(struct pat *p, char *buf, struct rk_io *io, uint64_t off)
     rk_io_batch_destroy(&b);
 }
 
+/* A worker's scratch, allocated and touched before the clock starts (like the sync's pool after
+ * its first step). */
+struct wk {
+    struct pat *p;
+    char *buf;
+    struct rk_io *io;
+};
+
 static void *worker(void *arg)
 {
-    struct pat *p = arg;
-    char *buf = rk_buf_alloc(NMAX * STEP);
-    struct rk_io *io = calloc(NMAX * STEP / CHUNK * 2, sizeof(*io));
-    if (!buf || !io)
-        exit(1);
-    memset(buf, 0x5a, NMAX * STEP);
+    struct wk *w = arg;
     for (;;) {
-        uint64_t off = atomic_fetch_add(&p->next, STEP);
-        if (off + STEP > p->size)
+        uint64_t off = atomic_fetch_add(&w->p->next, STEP);
+        if (off + STEP > w->p->size)
             break;
-        step(p, buf, io, off);
+        step(w->p, w->buf, w->io, off);
     }
-    free(io);
-    free(buf);
     return NULL;
 }
 
@@ -133,12 +138,25 @@ static int run(const char *dir, const struct rk_emul_params *prof, uint64_t size
     p->size = size;
     atomic_store(&p->next, 0);
     pthread_t th[DEPTH];
+    struct wk w[DEPTH];
+    for (int i = 0; i < DEPTH; i++) {
+        w[i].p = p;
+        w[i].buf = rk_buf_alloc((size_t)p->n * STEP);
+        w[i].io = calloc(NMAX * STEP / CHUNK * 2, sizeof(*w[i].io));
+        if (!w[i].buf || !w[i].io)
+            return 1;
+        memset(w[i].buf, 0x5a, (size_t)p->n * STEP);
+    }
     double c0 = cpu_s(), t0 = now_s();
     for (int i = 0; i < DEPTH; i++)
-        pthread_create(&th[i], NULL, worker, p);
+        pthread_create(&th[i], NULL, worker, &w[i]);
     for (int i = 0; i < DEPTH; i++)
         pthread_join(th[i], NULL);
     double dt = now_s() - t0, cpu = cpu_s() - c0;
+    for (int i = 0; i < DEPTH; i++) {
+        free(w[i].io);
+        free(w[i].buf);
+    }
     uint64_t bytes = size / STEP * STEP;
     printf("%-12s %7.3f s  %7.1f MB/s per member  cpu %.2f s\n", name, dt, bytes / dt / 1e6, cpu);
     for (int s = 0; s < p->n; s++) {
