@@ -39,6 +39,8 @@ def job_table(job, labels):
             notes.append("noisy (RSD %.1f%%)" % x["rsd_pct"])
         if x.get("mapping", "").startswith("differs"):
             notes.append("differs from the study")
+        if x.get("model_seed_reason"):
+            notes.append("pred/seed: " + x["model_seed_reason"])
         out.append("%-*s %9s %10s %9s %10s %10s  %s" % (
             w, labels[x["config"]], fmt(seed), (">" if head_model else "") + fmt(model),
             ("" if head_model else ">") + fmt(meas), fmt(ratio(model, seed), "x"),
@@ -83,6 +85,16 @@ def main():
                 reasons[x["config"]] = x.get("mapping_reason") or x["mapping"]
     for why in reasons.values():
         print("  " + why)
+    codes = {}
+    for job in jobs:
+        for x in job["results"]:
+            if x.get("model_seed_reason"):
+                codes[x["model_seed_reason"]] = x.get("model_seed_why", "")
+    if codes:
+        print("Why pred/seed is that far (docs/BENCHMARKS.md \"Model against the seed\"):")
+        for c in "MPNSB":
+            if c in codes:
+                print("  %s %s" % (c, codes[c]))
     return 0
 
 

@@ -109,8 +109,8 @@ static int fsjob_parsed(int r, const char *tool, char *err, size_t errlen)
 {
     if (r == -ERANGE) { /* not a failure: the tool declined to time it */
         rk_set_err(err, errlen,
-                   "%s could not time it (+++++: under its minimum time; members in RAM are too "
-                   "fast: a larger size, --model or --dir on a disk)",
+                   "%s could not time it (+++++: under its minimum time; members in RAM or in "
+                   "the host's page cache are too fast: a larger size or --model)",
                    tool);
         return -ERANGE;
     }

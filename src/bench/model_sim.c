@@ -16,10 +16,10 @@
 
 /* One outstanding client request: its current phase's member operations. */
 struct sim_slot {
-    uint64_t t;    /* when the current phase ends (or the slot is free, at start) */
-    int phase;     /* 0: new request next; 1: reads in flight; 2: writes in flight */
-    int nw;        /* write operations of the request's second phase */
-    int nops;      /* member operations in flight */
+    uint64_t t; /* when the current phase ends (or the slot is free, at start) */
+    int phase;  /* 0: new request next; 1: reads in flight; 2: writes in flight */
+    int nw;     /* write operations of the request's second phase */
+    int nops;   /* member operations in flight */
     int mem[2 * RK_MAX_MEMBERS];
     uint64_t done[2 * RK_MAX_MEMBERS];
 };

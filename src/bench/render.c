@@ -76,6 +76,7 @@ struct render_row {
     bool host_bound;
     const struct bench_cell *cell; /* measured rows: the cell (model, RSD); NULL for seed rows */
     double seed;                   /* the seed row of the same label, MB/s; 0 = none */
+    const struct render_seed_reason *why; /* model / seed reason; NULL = none */
 };
 
 /* The rows of job's table: measured configurations, then the suite's seed rows. Returns n. */
@@ -90,6 +91,7 @@ static int render_rows(const struct bench_report *r, int job, struct render_row 
         rows[n].mean = cell->mean;
         rows[n].cell = cell;
         rows[n].seed = render_seed_mbs(r, c, job);
+        rows[n].why = render_model_seed_reason(r, c, job);
         rows[n++].host_bound = cell->host_bound;
     }
     const struct bench_job *bj = &r->suite->jobs[job];
@@ -100,6 +102,7 @@ static int render_rows(const struct bench_report *r, int job, struct render_row 
         rows[n].mean = bj->seed[i].mbs;
         rows[n].cell = NULL;
         rows[n].seed = 0;
+        rows[n].why = NULL;
         rows[n++].host_bound = false;
     }
     for (int i = 0; i < n; i++)
@@ -176,6 +179,38 @@ static void render_text_mapping(const struct bench_report *r, int job, FILE *f)
             fprintf(f, "%s\n", buf);
 }
 
+/* Under a table, once: the legend of the model/seed codes its rows use, and the missing
+ * prediction of a filesystem table. */
+static void render_text_seed_legend(const struct bench_report *r, int job,
+                                    const struct render_row *rows, int n, FILE *f)
+{
+    const struct render_seed_reason *t = render_seed_reason_table();
+    bool head = false;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].why)
+            continue;
+        if (!head)
+            fprintf(f,
+                    "model/seed (the prediction over the seed's figure, and why it is that far):");
+        head = true;
+        fprintf(f, " %s x%.2f %s;", rows[i].label, rows[i].cell->model_mbs / rows[i].seed,
+                rows[i].why->code);
+    }
+    if (head)
+        fputc('\n', f);
+    for (int k = 0; t[k].code; k++) {
+        bool used = false;
+        for (int i = 0; i < n; i++)
+            used |= rows[i].why == &t[k];
+        if (!used)
+            continue;
+        fprintf(f, "  %s %s (docs/BENCHMARKS.md \"Model against the seed\")\n", t[k].code,
+                t[k].words);
+    }
+    if (r->suite->jobs[job].tool[0])
+        fprintf(f, "%s.\n", RENDER_NO_FS_MODEL);
+}
+
 /* Footer lines explaining the marks used in the table. */
 static void render_text_footer(FILE *f, bool any_hb, bool model)
 {
@@ -231,6 +266,7 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
         fputc('\n', f);
     }
     render_text_footer(f, any_hb, model);
+    render_text_seed_legend(r, job, rows, n, f);
     if (noisy)
         render_text_noisy(rows, n, f);
     render_text_mapping(r, job, f);
@@ -352,6 +388,10 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
         cJSON_AddBoolToObject(x, "ref_only", bj->seed[i].ref_only);
         cJSON_AddItemToArray(seed, x);
     }
+    if (r->suite->jobs[j].tool[0])
+        cJSON_AddStringToObject(o, "prediction_note", RENDER_NO_FS_MODEL);
+    else
+        cJSON_AddNullToObject(o, "prediction_note");
     cJSON *res = cJSON_AddArrayToObject(o, "results");
     for (int c = 0; c < r->nconfigs; c++) {
         if (!render_has_row(r, c, j))

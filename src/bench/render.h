@@ -40,6 +40,29 @@ const char *render_mapping(const struct bench_report *r, int c, char *buf, size_
 /* The per-row mapping statement: "as the study", "differs: ..." or "comparison"; static text. */
 const char *render_mapping_short(const struct bench_report *r, int c);
 
+/* Why a filesystem row has no prediction (printed once under such a table, and the JSON's
+ * prediction_reason). */
+#define RENDER_NO_FS_MODEL                                                                         \
+    "no model for filesystem workloads: the device model predicts the raw volume's member I/O; "   \
+    "a filesystem's own I/O pattern (journal, metadata, page cache) is not modelled"
+
+/* A reason code for model / seed of a row (docs/BENCHMARKS.md "Model against the seed"): code is
+ * one letter, words the legend line; static text. */
+struct render_seed_reason {
+    const char *code, *words;
+};
+/* The reason for cell (c, j)'s model / seed: N near (within 15%), M configuration mapping, P the
+ * profile is not the study's disk (judged by the table's Single Disk row), S the study scaled
+ * less than the model, B the study beat the model. NULL when the row has no seed figure or no
+ * prediction, or is a filesystem row. */
+const struct render_seed_reason *render_model_seed_reason(const struct bench_report *r, int c,
+                                                          int j);
+/* Every reason, in legend order, ended by an entry with code NULL. */
+const struct render_seed_reason *render_seed_reason_table(void);
+/* Why cell (c, j) has no prediction ("" when it has one): RENDER_NO_FS_MODEL for a filesystem
+ * job, else no --model, not modelled, or an HDD profile. Static text. */
+const char *render_prediction_none(const struct bench_report *r, int c, int j);
+
 /* The shared columns of a JSON result object x for cell (c, j): seed_mbs, seed_ratio,
  * model_seed_ratio (null without a seed row), headline_mbs, headline ("model"/"measured"),
  * host_bound_words, noisy, mapping, mapping_reason (the sentence, "" if none), p50_us, p99_us (null

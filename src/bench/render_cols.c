@@ -86,6 +86,74 @@ const char *render_mapping_short(const struct bench_report *r, int c)
     return "as the study";
 }
 
+/* How far model / seed may be from 1 and still count as "near" the seed. */
+#define RENDER_SEED_NEAR 0.15
+
+/* Whether the run's profile is the study's disk: the "Single Disk" row of job j (if the table
+ * has one with a seed figure and a prediction) predicts within RENDER_SEED_NEAR of the seed. */
+static bool render_profile_matches(const struct bench_report *r, int j)
+{
+    for (int c = 0; c < r->nconfigs; c++) {
+        const struct bench_cell *cell = &r->cells[c][j];
+        double seed = render_seed_mbs(r, c, j);
+        if (strcmp(r->configs[c].label, "Single Disk") || seed <= 0 || cell->model_mbs <= 0 ||
+            !render_has_row(r, c, j))
+            continue;
+        return fabs(cell->model_mbs / seed - 1) <= RENDER_SEED_NEAR;
+    }
+    return true;
+}
+
+static const struct render_seed_reason render_seed_reasons[] = {
+    {"N", "near: the prediction is within 15% of the seed"},
+    {"M", "mapping: the configuration differs from the study's (the reason is printed below)"},
+    {"P", "profile: the model's disk is not the study's (its Single Disk row is more than 15% "
+          "off the seed), so no row of this table compares"},
+    {"S", "study scaled less: the model predicts more than the study's btrfs array reached; the "
+          "model has no file system (CoW, checksums, btrfs's RAID code) and no shared controller, "
+          "bus or CPU limit, which the study's multi-disk figure includes"},
+    {"B", "study beat the model: the study's btrfs array reached more than the model gives "
+          "raidkit's layout; raidkit's member I/O for this level costs more than btrfs's "
+          "(read-modify-write with a partial parity log and bitmap writes, one member per "
+          "sequential chunk) or the study's disks did better than one calibrated disk"},
+    {NULL, NULL},
+};
+
+const struct render_seed_reason *render_model_seed_reason(const struct bench_report *r, int c,
+                                                          int j)
+{
+    const struct bench_cell *cell = &r->cells[c][j];
+    double seed = render_seed_mbs(r, c, j);
+    if (seed <= 0 || cell->model_mbs <= 0 || r->suite->jobs[j].tool[0])
+        return NULL;
+    double q = cell->model_mbs / seed;
+    int k = !strncmp(render_mapping_short(r, c), "differs", 7) ? 1
+            : !render_profile_matches(r, j)                    ? 2
+            : fabs(q - 1) <= RENDER_SEED_NEAR                  ? 0
+            : q > 1                                            ? 3
+                                                               : 4;
+    return &render_seed_reasons[k];
+}
+
+const struct render_seed_reason *render_seed_reason_table(void)
+{
+    return render_seed_reasons;
+}
+
+const char *render_prediction_none(const struct bench_report *r, int c, int j)
+{
+    const struct bench_config *bc = &r->configs[c];
+    if (r->cells[c][j].model_mbs > 0)
+        return "";
+    if (r->suite->jobs[j].tool[0])
+        return RENDER_NO_FS_MODEL;
+    if (!r->model_name[0])
+        return "no model: the run has no --model";
+    if (strcmp(bc->kind, "raidkit"))
+        return "no model: not a modelled configuration";
+    return "no model figure: the profile is not an SSD (the HDD head's timing is not counted)";
+}
+
 /* A number rounded to 3 decimals, or null for "not known". */
 static void render_json_num(cJSON *x, const char *key, double v, bool known)
 {
@@ -110,6 +178,16 @@ void render_json_row_extra(cJSON *x, const struct bench_report *r, int c, int j)
     cJSON_AddStringToObject(x, "mapping", render_mapping_short(r, c));
     char why[300];
     cJSON_AddStringToObject(x, "mapping_reason", render_mapping(r, c, why, sizeof(why)));
+    const struct render_seed_reason *why_seed = render_model_seed_reason(r, c, j);
+    if (why_seed) {
+        cJSON_AddStringToObject(x, "model_seed_reason", why_seed->code);
+        cJSON_AddStringToObject(x, "model_seed_why", why_seed->words);
+    } else {
+        cJSON_AddNullToObject(x, "model_seed_reason");
+        cJSON_AddNullToObject(x, "model_seed_why");
+    }
+    render_json_num(x, "prediction", cell->model_mbs, cell->model_mbs > 0);
+    cJSON_AddStringToObject(x, "prediction_reason", render_prediction_none(r, c, j));
     render_json_num(x, "p50_us", cell->p50_us, cell->p50_us > 0);
     render_json_num(x, "p99_us", cell->p99_us, cell->p99_us > 0);
 }

@@ -317,6 +317,11 @@ static void html_row(const struct bench_report *r, int c, int j, FILE *f)
     html_num(f, cell->model_mbs, "", 2);
     html_num(f, seed, "", 2);
     html_num(f, seed > 0 ? cell->mean / seed : 0, "&#215;", 2);
+    const struct render_seed_reason *why = render_model_seed_reason(r, c, j);
+    if (why)
+        fprintf(f, "<td>&#215;%.2f %s</td>", cell->model_mbs / seed, why->code);
+    else
+        fputs("<td></td>", f);
     fprintf(f, "<td>%.2f</td><td>%.2f</td><td>%d</td>", cell->se, cell->rsd, cell->ntrials);
     html_num(f, cell->p50_us, "", 1);
     html_num(f, cell->p99_us, "", 1);
@@ -329,6 +334,34 @@ static void html_row(const struct bench_report *r, int c, int j, FILE *f)
     render_xml(f, cell->host_bound && !cell->note[0] ? render_hb_words(cell)
                                                      : render_cell_note(r, c, j));
     fputs("</td></tr>\n", f);
+}
+
+/* Under a job's table, once: the legend of the model / seed codes used, and the missing
+ * prediction of a filesystem table. */
+static void html_seed_legend(const struct bench_report *r, int j, FILE *f)
+{
+    const struct render_seed_reason *t = render_seed_reason_table();
+    bool open = false;
+    for (int k = 0; t[k].code; k++) {
+        bool used = false;
+        for (int c = 0; c < r->nconfigs; c++)
+            used |= render_has_row(r, c, j) && render_model_seed_reason(r, c, j) == &t[k];
+        if (!used)
+            continue;
+        if (!open)
+            fputs("<p class=\"note\">Model &#247; seed, why:<br>\n", f);
+        open = true;
+        fprintf(f, "%s ", t[k].code);
+        render_xml(f, t[k].words);
+        fputs("<br>\n", f);
+    }
+    if (open)
+        fputs("</p>\n", f);
+    if (r->suite->jobs[j].tool[0]) {
+        fputs("<p class=\"note\">", f);
+        render_xml(f, RENDER_NO_FS_MODEL);
+        fputs(".</p>\n", f);
+    }
 }
 
 /* Under a job's table, once: why configurations differ from the study, and the noisy rows. */
@@ -347,6 +380,7 @@ static void html_job_notes(const struct bench_report *r, int j, FILE *f)
     }
     if (open)
         fputs("</p>\n", f);
+    html_seed_legend(r, j, f);
     open = false;
     for (int c = 0; c < r->nconfigs; c++) {
         const struct bench_cell *cell = &r->cells[c][j];
@@ -384,6 +418,7 @@ static void html_job(const struct bench_report *r, int j, FILE *f)
     fprintf(f,
             "</div>\n<table class=\"res\"><tr><th>Configuration</th><th>Headline %s</th>"
             "<th>Measured</th><th>Predicted (model)</th><th>Seed</th><th>&#215; seed</th>"
+            "<th>Model &#247; seed</th>"
             "<th>&#177; SE</th><th>RSD %%</th><th>Trials</th><th>clat p50 &#181;s</th>"
             "<th>clat p99 &#181;s</th><th class=\"raw\">Raw trials (%s)</th><th>Study "
             "mapping</th><th>Note</th></tr>\n",

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "bench/bench.h"
+#include "bench/render.h"
 
 static char *slurp(const char *path)
 {
@@ -569,11 +570,99 @@ static void test_seed_prediction_columns(void **state)
     free(s);
 }
 
+/* Issue 10 item 4: per row, how far model / seed is and why (a code per row, the legend once
+ * under the table) in text, JSON and HTML; item 3: a filesystem table has no prediction and says
+ * so once (JSON: prediction null with the reason). */
+static void test_model_seed_reasons(void **state)
+{
+    (void)state;
+    struct bench_report *r = calloc(1, sizeof(*r));
+    struct bench_suite *s = calloc(1, sizeof(*s));
+    char *buf = NULL;
+    size_t len = 0;
+    make_seeded(r, s);
+    snprintf(s->jobs[1].tool, sizeof(s->jobs[1].tool), "fsmark"); /* job 1: a filesystem job */
+    snprintf(s->jobs[1].unit, sizeof(s->jobs[1].unit), "Files/s");
+    /* raid0: model 1200 / seed 760 = 1.58, as the study: S; raid1 (a 4-way mirror): M. */
+    FILE *m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_text_job(r, 0, m), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, "model/seed (the prediction over the seed's figure, and why it is "
+                                "that far): RAID 0 (4) x1.58 S; RAID 1 (4) x1.63 M;\n"));
+    assert_non_null(strstr(buf, "\n  M mapping: the configuration differs"));
+    assert_non_null(strstr(buf, "\n  S study scaled less:"));
+    assert_null(strstr(buf, "\n  N near"));              /* only the codes used */
+    assert_null(strstr(buf, "no model for filesystem")); /* a raw table */
+    assert_non_null(strstr(buf, " *  [model 1200.00]  [seed 760.00, x1.25]\n")); /* layout kept */
+    free(buf);
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_text_job(r, 1, m), 0);
+    fclose(m);
+    const char *once = strstr(buf, "no model for filesystem workloads: ");
+    assert_non_null(once);
+    assert_null(strstr(once + 1, "no model for filesystem workloads"));
+    free(buf);
+
+    char *js = bench_render_json(r);
+    cJSON *doc = cJSON_Parse(js);
+    cJSON *jobs = cJSON_GetObjectItem(doc, "jobs");
+    cJSON *res = cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, 0), "results");
+    cJSON *noop = cJSON_GetArrayItem(res, 0), *r0 = cJSON_GetArrayItem(res, 1),
+          *r1 = cJSON_GetArrayItem(res, 2);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(noop, "model_seed_reason")));
+    assert_string_equal(cJSON_GetObjectItem(r0, "model_seed_reason")->valuestring, "S");
+    assert_non_null(strstr(cJSON_GetObjectItem(r0, "model_seed_why")->valuestring, "scaled"));
+    assert_float_equal(cJSON_GetObjectItem(r0, "model_seed_ratio")->valuedouble, 1.579, 1e-9);
+    assert_float_equal(cJSON_GetObjectItem(r0, "prediction")->valuedouble, 1200.0, 1e-9);
+    assert_string_equal(cJSON_GetObjectItem(r0, "prediction_reason")->valuestring, "");
+    assert_string_equal(cJSON_GetObjectItem(r1, "model_seed_reason")->valuestring, "M");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetArrayItem(jobs, 0), "prediction_note")));
+    cJSON *fsjob = cJSON_GetArrayItem(jobs, 1);
+    assert_non_null(strstr(cJSON_GetObjectItem(fsjob, "prediction_note")->valuestring,
+                           "no model for filesystem workloads"));
+    cJSON *f0 = cJSON_GetArrayItem(cJSON_GetObjectItem(fsjob, "results"), 1);
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "prediction")));
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(f0, "model_seed_reason")));
+    assert_non_null(strstr(cJSON_GetObjectItem(f0, "prediction_reason")->valuestring,
+                           "no model for filesystem workloads"));
+    cJSON_Delete(doc);
+    free(js);
+
+    buf = NULL;
+    m = open_memstream(&buf, &len);
+    assert_int_equal(bench_render_html(r, m), 0);
+    fclose(m);
+    assert_non_null(strstr(buf, "<th>&#215; seed</th><th>Model &#247; seed</th>"));
+    assert_non_null(strstr(buf, "<td>&#215;1.25</td><td>&#215;1.58 S</td>"));
+    assert_non_null(strstr(buf, "<td>&#215;1.72</td><td>&#215;1.63 M</td>"));
+    assert_non_null(strstr(buf, "Model &#247; seed, why:<br>\nM mapping"));
+    assert_non_null(strstr(buf, "no model for filesystem workloads"));
+    free(buf);
+
+    /* Near: model within 15% of the seed. */
+    s->jobs[0].seed[0].mbs = 1100.0;
+    assert_string_equal(render_model_seed_reason(r, 1, 0)->code, "N");
+    /* Profile: a Single Disk row whose prediction is far from its seed makes every row P. */
+    snprintf(r->configs[0].label, sizeof(r->configs[0].label), "Single Disk");
+    s->jobs[0].nseed = 3;
+    snprintf(s->jobs[0].seed[2].label, sizeof(s->jobs[0].seed[2].label), "Single Disk");
+    s->jobs[0].seed[2].mbs = 500.0;
+    s->jobs[0].seed[2].ref_only = true;
+    r->cells[0][0].model_mbs = 1000.0;
+    assert_string_equal(render_model_seed_reason(r, 1, 0)->code, "P");
+    assert_string_equal(render_model_seed_reason(r, 2, 0)->code, "M");
+    free(r->model_json);
+    free(r);
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_text_matches_seed_layout),
         cmocka_unit_test(test_text_model_seed_noisy),
+        cmocka_unit_test(test_model_seed_reasons),
         cmocka_unit_test(test_host_bound_and_stats),
         cmocka_unit_test(test_json_schema),
         cmocka_unit_test(test_svg_html),
