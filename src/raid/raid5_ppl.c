@@ -199,7 +199,6 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
     ppl_wake(L);
 }
 
-
 /* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
  * after waiting or working): wait while another thread is busy or while the oldest entry of
  * blocked is still in flight, else reclaim. Returns 0, or -EIO when a reclaim retired nothing
