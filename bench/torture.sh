@@ -77,8 +77,8 @@ grep -h '^FAIL' "$OUT"/*.log | head -40
 [ "$(grep -hc '^FAIL' "$OUT"/*.log | paste -sd+ | bc)" -gt 40 ] && echo "(more FAIL lines in $OUT/*.log)"
 grep -h '^torture-fast\|^deadline' "$OUT"/*.log
 echo
-echo "| level | variant | cycles (cut) | failed cycles | lost flushed / FUA | garbage | read errors | scrub mismatches | after fail/rebuild: lost / garbage | seconds |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| level | variant | cycles (cut) | failed cycles | refused starts | lost flushed / FUA | garbage | read errors | scrub mismatches | after fail/rebuild: lost / garbage | seconds |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for level in $(echo "$LEVELS" | tr , ' '); do
     for variant in $(echo "$VARIANTS" | tr , ' '); do
         line=$(grep -h "^torture-fast $level $variant:" "$OUT/$level-$variant.log")
@@ -89,7 +89,7 @@ for level in $(echo "$LEVELS" | tr , ' '); do
         fi
         f() { echo "$line" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
         [ "$(f failed)" = 0 ] || rc=1
-        echo "| $level | $variant | $(f cycles) ($(f cuts)) | $(f failed) | $(f lost_flush) / $(f lost_fua) | $(f garbage) | $(f read_errors) | $(f scrub_mismatches) | $(f after_lost) / $(f after_garbage) | $(f seconds) |"
+        echo "| $level | $variant | $(f cycles) ($(f cuts)) | $(f failed) | $(f refused) | $(f lost_flush) / $(f lost_fua) | $(f garbage) | $(f read_errors) | $(f scrub_mismatches) | $(f after_lost) / $(f after_garbage) | $(f seconds) |"
     done
 done
 echo

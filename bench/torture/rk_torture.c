@@ -65,12 +65,13 @@ struct cyc {
     struct wl_verify v1, v2;
     uint64_t mism;
     bool fail;
+    bool refused; /* remove: the dirty + degraded start was refused (-EUCLEAN): safe, not a pass */
     char why[400];
 };
 
 /* Sums over a level's cycles. */
 struct sum {
-    uint64_t cycles, cuts, failed, ops, writes, fuas, flushes, mism, mism_cycles;
+    uint64_t cycles, cuts, failed, refused, ops, writes, fuas, flushes, mism, mism_cycles;
     struct wl_verify v1, v2;
 };
 
@@ -300,7 +301,12 @@ static void cycle_remove(const struct cfg *c, struct arr *a, struct wl *w, struc
     struct rk_open_opts oo = {.degraded = true};
     struct rk_volume *v;
     char err[256];
-    if (rk_volume_open(paths, n, &oo, &v, err, sizeof(err)) < 0) {
+    int ret = rk_volume_open(paths, n, &oo, &v, err, sizeof(err));
+    if (ret == -EUCLEAN) { /* the log cannot prove every stripe: refused without --force */
+        cy->refused = true;
+        return;
+    }
+    if (ret < 0) {
         FAILF(cy, "degraded restart without slot %u: %s", slot, err);
         return;
     }
@@ -349,6 +355,7 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
     else if (cycle_load(c, a, &w, &cy, &rng) == 0 && !cy.fail)
         remove ? cycle_remove(c, a, &w, &cy) : cycle_fail(c, a, &w, &cy);
     s->cycles++;
+    s->refused += cy.refused;
     s->cuts += cy.cut;
     s->ops += w.ops;
     s->writes += w.writes;
@@ -362,7 +369,9 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
         printf("cycle %s %s seed=%" PRIu64 " cut_after=%" PRIu64 " ops=%" PRIu64 " old=%" PRIu64
                " new=%" PRIu64 " %s\n",
                a->name, remove ? "remove" : "fail", seed, cy.cut_after, w.ops, cy.v1.old, cy.v1.neu,
-               cy.fail ? cy.why : "ok");
+               cy.fail      ? cy.why
+               : cy.refused ? "refused"
+                            : "ok");
     if (cy.fail) {
         s->failed++;
         char keep[560];
@@ -384,16 +393,17 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
 
 static void print_sum(const char *level, const char *variant, const struct sum *s, double secs)
 {
-    printf("torture-fast %s %s: cycles=%" PRIu64 " cuts=%" PRIu64 " failed=%" PRIu64 " ops=%" PRIu64
-           " writes=%" PRIu64 " fua=%" PRIu64 " flushes=%" PRIu64 " old=%" PRIu64 " new=%" PRIu64
-           " lost_flush=%" PRIu64 " lost_fua=%" PRIu64 " garbage=%" PRIu64 " read_errors=%" PRIu64
+    printf("torture-fast %s %s: cycles=%" PRIu64 " cuts=%" PRIu64 " failed=%" PRIu64
+           " refused=%" PRIu64 " ops=%" PRIu64 " writes=%" PRIu64 " fua=%" PRIu64
+           " flushes=%" PRIu64 " old=%" PRIu64 " new=%" PRIu64 " lost_flush=%" PRIu64
+           " lost_fua=%" PRIu64 " garbage=%" PRIu64 " read_errors=%" PRIu64
            " scrub_mismatches=%" PRIu64 " after_old=%" PRIu64 " after_new=%" PRIu64
            " after_lost=%" PRIu64 " after_garbage=%" PRIu64 " after_read_errors=%" PRIu64
            " seconds=%.1f\n",
-           level, variant, s->cycles, s->cuts, s->failed, s->ops, s->writes, s->fuas, s->flushes,
-           s->v1.old, s->v1.neu, s->v1.lost_flush, s->v1.lost_fua, s->v1.garbage, s->v1.read_errors,
-           s->mism, s->v2.old, s->v2.neu, s->v2.lost_flush + s->v2.lost_fua, s->v2.garbage,
-           s->v2.read_errors, secs);
+           level, variant, s->cycles, s->cuts, s->failed, s->refused, s->ops, s->writes, s->fuas,
+           s->flushes, s->v1.old, s->v1.neu, s->v1.lost_flush, s->v1.lost_fua, s->v1.garbage,
+           s->v1.read_errors, s->mism, s->v2.old, s->v2.neu, s->v2.lost_flush + s->v2.lost_fua,
+           s->v2.garbage, s->v2.read_errors, secs);
     fflush(stdout);
 }
 

@@ -5,7 +5,8 @@
  * Write step: before the member writes of a window that is not a whole-stripe write, an entry
  * (stripe, modified ranges, partial parity of the unmodified data for P and, raid6, for Q) is
  * written with FUA on every parity member the window updates. Only then are data and parity
- * written (r5_write_window). Whole-stripe writes log nothing.
+ * written (r5_write_window). Whole-stripe writes (and zeroing) log one header-only entry per
+ * batch (r5_ppl_log_full, RK_PPL_FULL), which supersedes the older entries of those stripes.
  *
  * Ring: each member's region is its head block plus a ring of entries. An entry stays live
  * until its stripe write completed AND a member flush made that write durable; the retirement
@@ -13,15 +14,11 @@
  * ring reuses any of the space, so every entry the replay could need is still intact. When an
  * entry does not fit, the writer waits for the oldest entry to complete, flushes the members
  * and writes the new head (reclaim); seq numbers are global, so a raid6 entry has the same seq
- * on P's and Q's member.
+ * on P's and Q's member. Entries also retire after every successful FLUSH (r5_ppl_flush_end)
+ * and at the completion of a FUA write (durable at once), with a FUA head write.
  *
- * Replay (dirty start, before serving): the valid live entries of every readable member, in
- * seq order; for each, with every data chunk of the stripe readable, the parity of the window
- * is recomputed from the data (consistent, whatever subset of the writes landed); otherwise,
- * with every modified chunk readable, P = PP ^ XOR of the modified data and Q = PQ ^ sum g^k
- * D_k, so the chunks on missing members reconstruct to their content as of the entry (never
- * garbage). Applied in seq order, the last entry covering a column wins, and its partial parity
- * is current there (a later write to that column would have logged a later entry).
+ * Replay (dirty start, before serving; raid5_ppl_replay.c, docs/FORMAT.md "Replay"): per
+ * column, the latest live entry covering it decides.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -198,7 +195,6 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
     L->busy = false;
     ppl_wake(L);
 }
-
 
 /* Make room for a writer that does not fit in ring blocked (lock held; returns with it held,
  * after waiting or working): wait while another thread is busy or while the oldest entry of

@@ -55,9 +55,9 @@ struct rk_ppl_range {
 struct rk_ppl_entry {
     uint64_t id, seq, row;
     uint32_t lo, len;
-    uint32_t flags; /* RK_PPL_HAS_P | RK_PPL_HAS_Q, at least one; or RK_PPL_FULL alone */
-    uint32_t nranges; /* 0 for RK_PPL_FULL */
-    uint32_t nrows;   /* RK_PPL_FULL: rows covered from row (>= 1); else 0 */
+    uint32_t flags;       /* RK_PPL_HAS_P | RK_PPL_HAS_Q, at least one; or RK_PPL_FULL alone */
+    uint32_t nranges;     /* 0 for RK_PPL_FULL */
+    uint32_t nrows;       /* RK_PPL_FULL: rows covered from row (>= 1); else 0 */
     uint32_t payload_crc; /* crc32c of the payload bytes (set by rk_ppl_entry_encode) */
     struct rk_ppl_range r[RK_MAX_MEMBERS];
 };

@@ -264,7 +264,7 @@ static bool lent_run(struct r5_req *q, const struct r5_geo *g, const struct ppl_
     uint32_t qbit = g->np == 2 ? 2u << nd : 0;
     bool one = gone && !(gone & (gone - 1));
     if (older & ~at & rd & dmask)
-        return false; /* x's partial parity assumes a chunk a live write may not have reached */
+        return false;  /* x's partial parity assumes a chunk a live write may not have reached */
     uint32_t have = 0; /* parity blocks in q's buffers that are consistent with the data */
     if (!(at & gone)) {
         have = lent_pp(q, g, x, at, off, n);
@@ -438,14 +438,15 @@ static int ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
     r5_req_buf(&q);
     for (size_t i = 0; i < nl; i++) {
         const struct rk_ppl_entry *e = &ls[i].e;
-        uint64_t left = (e->flags & RK_PPL_FULL) ? lent_apply_full(&q, ls, nl, i)
-                                                 : !lent_apply(&q, ls, nl, i);
+        uint64_t left =
+            (e->flags & RK_PPL_FULL) ? lent_apply_full(&q, ls, nl, i) : !lent_apply(&q, ls, nl, i);
         done += !left;
         if (!left)
             continue;
         skipped++;
         if (e->flags & RK_PPL_FULL)
-            rk_warn("raid: log entry %" PRIu64 " (whole stripes %" PRIu64 "..+%" PRIu32 "): %" PRIu64
+            rk_warn("raid: log entry %" PRIu64 " (whole stripes %" PRIu64 "..+%" PRIu32
+                    "): %" PRIu64
                     " of them miss a data chunk and may have been written in part; their parity "
                     "is left as it is",
                     e->seq, e->row, e->nrows, left);
