@@ -96,6 +96,14 @@ grep -q "2 of 3 members found, 1 file left out: degraded" "$T/scan.out" || rk_fa
 grep -q "is stale" "$T/scan.out" && rk_fail "'stale: is stale' wording: $(cat "$T/scan.out")"
 "$RAIDKIT" replace --slot 2 --with "${A[2]}" "${A[0]}" "${A[1]}" >/dev/null 2>"$T/rep.err" || rk_fail "replace slot 2: $(cat "$T/rep.err")"
 scan 0 alpha
+# A byte copy of a member (same member UUID and event): not healthy, serve NAME refuses.
+cp "${A[1]}" "$T/acopy"
+printf '[array alpha]\nuuid = %s\nmembers = %s %s %s %s\n' "$uuid" "${A[0]}" "${A[1]}" "${A[2]}" "$T/acopy" >"$T/copy.conf"
+"$RAIDKIT" assemble --scan --config "$T/copy.conf" >"$T/copy.out" 2>&1
+[ $? -eq 5 ] && grep -q "duplicate" "$T/copy.out" || rk_fail "a copied member: $(cat "$T/copy.out")"
+"$RAIDKIT" serve --config "$T/copy.conf" --run true alpha >/dev/null 2>"$T/copy.err"
+[ $? -eq 1 ] && grep -q "two files hold the same member" "$T/copy.err" || rk_fail "serve NAME with a copy: $(cat "$T/copy.err")"
+rm -f "$T/acopy"
 
 # serve NAME: the configured members and listen address; SIGTERM stops it cleanly.
 RK_NSERVE=$((RK_NSERVE + 1))

@@ -152,6 +152,15 @@ want 1 "create --force over a member in use" create --force --level 1 --size 8M 
 [ ! -e "$T/new2" ] || { echo "FAIL: refused create left $T/new2 behind" >&2; nfail=$((nfail + 1)); }
 rk_stop
 
+# --json on bitmap and cache create.
+rk_members 2 12M bj BJ
+want 0 "create --bitmap none" create --level 1 --bitmap none "${BJ[@]}"
+want 0 "bitmap --add --json" bitmap --add --json "${BJ[@]}"
+is_json 'd["result"] == "added" and d["members"] == 2'
+truncate -s 8M "$T/ssd"
+want 0 "cache create --json" cache create --json --mode writethrough "$T/ssd" "${BJ[@]}"
+is_json 'd["mode"] == "writethrough" and d["blocks"] > 0 and len(d["uuid"]) == 36'
+
 # A truncated member is named and exits 1.
 cp "${M[2]}" "$T/trunc"
 truncate -s 4M "$T/trunc"
