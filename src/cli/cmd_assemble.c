@@ -161,8 +161,8 @@ int asm_find(const struct rk_conf *c, const struct rk_conf_array *a, struct asm_
             res->state = cli_info_state(res->info);
         /* Two files claiming one slot with the same event (a byte copy of a member): which is
          * the real one cannot be proven, so the array is not healthy and serve NAME refuses. */
-        const cJSON *m;
-        cJSON_ArrayForEach(m, res->info ? cJSON_GetObjectItem(res->info, "members") : NULL)
+        const cJSON *m, *mem = res->info ? cJSON_GetObjectItem(res->info, "members") : NULL;
+        cJSON_ArrayForEach(m, mem)
         {
             if (!strcmp(asm_str(m, "status"), "duplicate"))
                 res->dup = m;
