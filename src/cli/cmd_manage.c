@@ -93,6 +93,8 @@ int mgmt_check(const char *cmd, const cJSON *reply)
         return CLI_EXIT_OK;
     const cJSON *e = cJSON_GetObjectItem(reply, "error");
     fprintf(stderr, "raidkit %s: %s\n", cmd, cJSON_IsString(e) ? e->valuestring : "failed");
+    if (mgmt_json) /* --json: a refusal is a document on stdout too */
+        cli_print_json(cJSON_Duplicate(reply, true));
     return CLI_EXIT_FAIL;
 }
 

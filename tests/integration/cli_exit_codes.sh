@@ -82,6 +82,8 @@ want 0 "fail --json" fail --json --slot 1 --control "$CTL"
 is_json 'd["ok"] and d["slot"] == 1'
 want 3 "status --test degraded" status --test --control "$CTL"
 want 1 "fail an already failed slot" fail --slot 1 --control "$CTL"
+want 1 "fail --json of an already failed slot" fail --json --slot 1 --control "$CTL"
+is_json 'd["ok"] is False and d["error"]'
 rk_stop
 
 # Offline: replace --json, progress lines without a terminal, scrub --json.
