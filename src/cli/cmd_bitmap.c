@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "cli/report.h"
 #include "core/util.h"
 #include "raidkit/volume.h"
@@ -71,6 +72,8 @@ int cli_bitmap(int argc, char **argv)
                         "--help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (cli_refuse_busy("bitmap", (const char *const *)argv + optind, n))
+        return CLI_EXIT_FAIL;
     char err[512] = "";
     int r = rk_volume_bitmap_add((const char *const *)argv + optind, n, region, err, sizeof(err));
     if (r) {

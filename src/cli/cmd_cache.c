@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "cli/report.h"
 #include "core/util.h"
 #include "meta/superblock.h"
@@ -252,7 +253,8 @@ static int cache_create(int argc, char **argv)
     if (create_check_distinct(&a))
         return CLI_EXIT_FAIL;
     struct rk_cache_format_params p = {.block_size = a.block, .mode = a.mode};
-    if (create_check_array(&a, &p))
+    if (cli_refuse_busy("cache create", a.members, a.n) ||
+        cli_refuse_busy("cache create", &a.cachedev, 1) || create_check_array(&a, &p))
         return CLI_EXIT_FAIL;
     struct rk_dev *dev = NULL;
     r = rk_file_open(a.cachedev, 0, &dev);

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "cli/manage.h"
 #include "cli/report.h"
 #include "core/util.h"
@@ -586,7 +587,8 @@ int cli_scrub(int argc, char **argv)
     }
     struct rk_volume *vol = NULL;
     bool degraded;
-    if (mgmt_offline_check("scrub", n, argv + optind, -1, o.degraded, o.repair, &degraded, NULL) ||
+    if (cli_refuse_busy("scrub", (const char *const *)argv + optind, n) ||
+        mgmt_offline_check("scrub", n, argv + optind, -1, o.degraded, o.repair, &degraded, NULL) ||
         mgmt_open("scrub", n, argv + optind, !o.repair, degraded, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);

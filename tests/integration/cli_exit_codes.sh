@@ -146,12 +146,17 @@ touch "$T/pre"
 want 1 "create with a bad member path" create --level 1 --size 8M "$T/new0" "$T/pre" "$T/no/dir/m"
 [ ! -e "$T/new0" ] || { echo "FAIL: refused create left $T/new0 behind" >&2; nfail=$((nfail + 1)); }
 [ -e "$T/pre" ] || { echo "FAIL: refused create removed the pre-existing $T/pre" >&2; nfail=$((nfail + 1)); }
-want 1 "create over a member in use" create --level 1 --size 8M "$T/new1" "${M[0]}" &
-sleep 0 # (run in the foreground below while a server holds the members)
-wait
 rk_serve "${M[0]}" "${M[3]}" "${M[2]}"
 want 1 "create --force over a member in use" create --force --level 1 --size 8M "$T/new2" "${M[0]}"
 [ ! -e "$T/new2" ] || { echo "FAIL: refused create left $T/new2 behind" >&2; nfail=$((nfail + 1)); }
+# Offline commands on a served array name the server holding it (F4), nothing else.
+for args in "scrub ${M[0]} ${M[3]} ${M[2]}" "bitmap --add ${M[0]} ${M[3]} ${M[2]}" \
+    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}"; do
+    # shellcheck disable=SC2086
+    want 1 "offline $args on a served array" $args
+    grep -Eq "in use by pid [0-9]+ \(raidkit\)" "$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] ||
+        { echo "FAIL: $args: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+done
 rk_stop
 
 # --json on bitmap and cache create.
