@@ -332,8 +332,9 @@ static void asm_report(const struct rk_conf_array *a, struct asm_result *res, cJ
     if (left)
         snprintf(lo, sizeof(lo), ", %d file%s left out", left, left == 1 ? "" : "s");
     if (!out && arr)
-        printf("array %s: %s %s, %d of %d members found%s: %s\n", a->name, asm_str(arr, "uuid"),
-               asm_str(arr, "level"), usable, nslots, lo, asm_state_name(res->state));
+        printf("array %s: %s %s, %d members found: %s (of %d slots%s)\n", a->name,
+               asm_str(arr, "uuid"), asm_str(arr, "level"), usable, asm_state_name(res->state),
+               nslots, lo);
     else if (!out)
         printf("array %s: no member found: %s\n", a->name, asm_state_name(res->state));
     cJSON_AddNumberToObject(o, "members_found", usable);
