@@ -125,7 +125,13 @@ def body(lines, where):
                                                                        lines[i]):
                 para.append(lines[i].strip())
                 i += 1
-            out += [inline(" ".join(para)), ""]
+            text = " ".join(para)
+            # Notes for developers stay in docs/CLI.md: the paragraph about this generator and
+            # pointers into the source tree, "(src/...)" or "(`src/...`)".
+            if text.startswith("This file is the source of the man pages"):
+                continue
+            text = re.sub(r" \(`?src/[^()]*\)", "", text)
+            out += [inline(text), ""]
     return out
 
 

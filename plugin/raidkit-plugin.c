@@ -69,8 +69,8 @@ static int rkp_config_complete(void)
         for (int j = 0; j < i; j++) {
             struct stat a, b;
             if (!strcmp(rkp_members[i], rkp_members[j]) ||
-                (!stat(rkp_members[i], &a) && !stat(rkp_members[j], &b) &&
-                 a.st_dev == b.st_dev && a.st_ino == b.st_ino)) {
+                (!stat(rkp_members[i], &a) && !stat(rkp_members[j], &b) && a.st_dev == b.st_dev &&
+                 a.st_ino == b.st_ino)) {
                 nbdkit_error("raidkit: member=%s given twice (the same file)", rkp_members[i]);
                 return -1;
             }
@@ -90,8 +90,7 @@ static int rkp_after_fork(void)
                            sizeof(err));
     if (r) {
         snprintf(rkp_open_err, sizeof(rkp_open_err), "raidkit: %s%s", err[0] ? err : strerror(-r),
-                 cli_busy_hint((const char *const *)rkp_members, rkp_nmembers, hint,
-                               sizeof(hint)));
+                 cli_busy_hint((const char *const *)rkp_members, rkp_nmembers, hint, sizeof(hint)));
         nbdkit_error("%s", rkp_open_err);
         return 0;
     }

@@ -12,9 +12,11 @@
 struct asm_result {
     char *members[RK_MAX_MEMBERS]; /* canonical paths of its members, in the order found */
     int n;
-    cJSON *skipped; /* [{path, reason}]: another array's members, non-members, missing paths */
-    cJSON *info;    /* rk_volume_info JSON of the members, NULL when none */
-    int state;      /* --test code of cli/report.h: 0, 3, 4 or 5 (no member: 5) */
+    cJSON *skipped;   /* [{path, reason}]: another array's members, non-members, missing paths */
+    cJSON *info;      /* rk_volume_info JSON of the members, NULL when none */
+    int state;        /* --test code of cli/report.h: 0, 3, 4 or 5 (no member: 5) */
+    const cJSON *dup; /* in info: a file claiming a slot another file holds with the same event
+                         (a copy), NULL when none; the state is then 5 */
 };
 
 /* Expand a's member globs (or c's [scan] globs), read every file's superblock and keep those of

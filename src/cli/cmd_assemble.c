@@ -159,6 +159,16 @@ int asm_find(const struct rk_conf *c, const struct rk_conf_array *a, struct asm_
         free(t);
         if (res->info)
             res->state = cli_info_state(res->info);
+        /* Two files claiming one slot with the same event (a byte copy of a member): which is
+         * the real one cannot be proven, so the array is not healthy and serve NAME refuses. */
+        const cJSON *m, *mem = res->info ? cJSON_GetObjectItem(res->info, "members") : NULL;
+        cJSON_ArrayForEach(m, mem)
+        {
+            if (!strcmp(asm_str(m, "status"), "duplicate"))
+                res->dup = m;
+        }
+        if (res->dup)
+            res->state = CLI_EXIT_BROKEN;
     }
     return 0;
 }
@@ -215,6 +225,13 @@ int asm_for_serve(const char *config, const char *name, struct rk_conf *conf,
     if (!res->n) {
         fprintf(stderr,
                 "raidkit serve: no member of array %s found (see raidkit assemble --scan)\n", name);
+        return CLI_EXIT_FAIL;
+    }
+    if (res->dup) {
+        fprintf(stderr,
+                "raidkit serve: array %s: %s %s: two files hold the same member (a copy?); "
+                "remove one from the configuration\n",
+                name, asm_str(res->dup, "path"), asm_str(res->dup, "reason"));
         return CLI_EXIT_FAIL;
     }
     const cJSON *sl, *arr = res->info ? cJSON_GetObjectItem(res->info, "array") : NULL;
@@ -315,8 +332,9 @@ static void asm_report(const struct rk_conf_array *a, struct asm_result *res, cJ
     if (left)
         snprintf(lo, sizeof(lo), ", %d file%s left out", left, left == 1 ? "" : "s");
     if (!out && arr)
-        printf("array %s: %s %s, %d of %d members found%s: %s\n", a->name, asm_str(arr, "uuid"),
-               asm_str(arr, "level"), usable, nslots, lo, asm_state_name(res->state));
+        printf("array %s: %s %s, %d members found: %s (of %d slots%s)\n", a->name,
+               asm_str(arr, "uuid"), asm_str(arr, "level"), usable, asm_state_name(res->state),
+               nslots, lo);
     else if (!out)
         printf("array %s: no member found: %s\n", a->name, asm_state_name(res->state));
     cJSON_AddNumberToObject(o, "members_found", usable);

@@ -4,12 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
+#include "cli/members.h"
+#include "cli/report.h"
 #include "core/util.h"
 #include "raidkit/volume.h"
 
 static const char bitmap_usage[] =
-    "Usage: raidkit bitmap --add [--region SIZE] MEMBER...\n"
+    "Usage: raidkit bitmap --add [--region SIZE] [--json] MEMBER...\n"
     "\n"
     "Add an internal write-intent bitmap to a stopped array that has none (created before\n"
     "bitmaps existed, or with --bitmap none), so that an unclean shutdown resyncs only the\n"
@@ -18,6 +22,7 @@ static const char bitmap_usage[] =
     "      --add          add the bitmap (the only action)\n"
     "      --region SIZE  data bytes per bit (power of two >= 64K and >= the chunk; default\n"
     "                     the smallest that fits one 4 KiB block)\n"
+    "      --json         print {\"result\": \"added\", \"members\": N} as JSON\n"
     "  -h, --help         show this help\n";
 
 int cli_bitmap(int argc, char **argv)
@@ -25,10 +30,11 @@ int cli_bitmap(int argc, char **argv)
     static const struct option longopts[] = {
         {"add", no_argument, NULL, 'a'},
         {"region", required_argument, NULL, 'r'},
+        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool add = false;
+    bool add = false, json = false;
     uint64_t region = 0;
     int c;
     opterr = 0;
@@ -37,9 +43,14 @@ int cli_bitmap(int argc, char **argv)
         case 'a':
             add = true;
             break;
+        case 'j':
+            json = true;
+            break;
         case 'r':
-            if (rk_parse_size(optarg, &region) || region == 0) {
-                fprintf(stderr, "raidkit bitmap: bad --region '%s' (e.g. 1M)\n", optarg);
+            if (rk_parse_size(optarg, &region) || region < 64 * 1024 || (region & (region - 1))) {
+                fprintf(stderr,
+                        "raidkit bitmap: bad --region '%s' (a power of two >= 64K, e.g. 1M)\n",
+                        optarg);
                 return CLI_EXIT_USAGE;
             }
             break;
@@ -61,11 +72,19 @@ int cli_bitmap(int argc, char **argv)
                         "--help)\n");
         return CLI_EXIT_USAGE;
     }
+    if (cli_refuse_busy("bitmap", (const char *const *)argv + optind, n))
+        return CLI_EXIT_FAIL;
     char err[512] = "";
     int r = rk_volume_bitmap_add((const char *const *)argv + optind, n, region, err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit bitmap: %s\n", err[0] ? err : strerror(-r));
         return CLI_EXIT_FAIL;
+    }
+    if (json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "result", "added");
+        cJSON_AddNumberToObject(j, "members", n);
+        return cli_print_json(j);
     }
     printf("write-intent bitmap added\n");
     return CLI_EXIT_OK;

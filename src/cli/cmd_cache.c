@@ -8,7 +8,11 @@
 #include <sys/stat.h>
 
 #include "cache/meta.h"
+#include <cjson/cJSON.h>
+
 #include "cli/cli.h"
+#include "cli/members.h"
+#include "cli/report.h"
 #include "core/util.h"
 #include "meta/superblock.h"
 #include "meta/volume_cache.h"
@@ -19,7 +23,7 @@ _Static_assert(RK_CACHE_BIND_BOUND == RK_SB_CACHE_BOUND && RK_CACHE_BIND_DIRTY =
                "one set of binding bits");
 
 static const char create_usage[] =
-    "Usage: raidkit cache create --mode MODE [--block SIZE] [--force] CACHEDEV MEMBER...\n"
+    "Usage: raidkit cache create --mode MODE [--block SIZE] [--force] [--json] CACHEDEV MEMBER...\n"
     "\n"
     "Format CACHEDEV (a file or block device, typically an SSD) as the cache of the array on\n"
     "MEMBER... and bind them: the cache's superblock names the array, the array's superblocks\n"
@@ -31,11 +35,12 @@ static const char create_usage[] =
     "      --force       overwrite a CACHEDEV that holds a raidkit cache or array member, and\n"
     "                    rebind an array whose current cache may hold dirty data (that data is\n"
     "                    lost)\n"
+    "      --json        print {device, uuid, mode, block_size, blocks, array_uuid} as JSON\n"
     "  -h, --help        show this help\n";
 
 struct create_args {
     enum rk_cache_mode mode;
-    bool mode_set, force;
+    bool mode_set, force, json;
     uint32_t block;
     const char *cachedev;
     const char *const *members;
@@ -45,11 +50,9 @@ struct create_args {
 static int create_parse(int argc, char **argv, struct create_args *a)
 {
     static const struct option longopts[] = {
-        {"mode", required_argument, NULL, 'm'},
-        {"block", required_argument, NULL, 'b'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"mode", required_argument, NULL, 'm'}, {"block", required_argument, NULL, 'b'},
+        {"force", no_argument, NULL, 'f'},      {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0},
     };
     uint64_t v;
     int c;
@@ -79,6 +82,9 @@ static int create_parse(int argc, char **argv, struct create_args *a)
             break;
         case 'f':
             a->force = true;
+            break;
+        case 'j':
+            a->json = true;
             break;
         case 'h':
             fputs(create_usage, stdout);
@@ -218,6 +224,15 @@ static int create_write(const struct create_args *a, struct rk_dev *dev,
     }
     if (r) {
         fprintf(stderr, "raidkit cache create: %s\n", err);
+    } else if (a->json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddStringToObject(j, "device", a->cachedev);
+        cJSON_AddStringToObject(j, "uuid", rk_cache_uuid_format(rk_cache_meta_uuid(m), u));
+        cJSON_AddStringToObject(j, "mode", rk_cache_mode_name(p->mode));
+        cJSON_AddNumberToObject(j, "block_size", p->block_size);
+        cJSON_AddNumberToObject(j, "blocks", (double)rk_cache_meta_blocks(m));
+        cJSON_AddStringToObject(j, "array_uuid", rk_cache_uuid_format(p->array_uuid, au));
+        cli_print_json(j);
     } else {
         printf("cache %s created: uuid %s, mode %s, %u KiB blocks, %llu blocks, array %s\n",
                a->cachedev, rk_cache_uuid_format(rk_cache_meta_uuid(m), u),
@@ -238,7 +253,8 @@ static int cache_create(int argc, char **argv)
     if (create_check_distinct(&a))
         return CLI_EXIT_FAIL;
     struct rk_cache_format_params p = {.block_size = a.block, .mode = a.mode};
-    if (create_check_array(&a, &p))
+    if (cli_refuse_busy("cache create", a.members, a.n) ||
+        cli_refuse_busy("cache create", &a.cachedev, 1) || create_check_array(&a, &p))
         return CLI_EXIT_FAIL;
     struct rk_dev *dev = NULL;
     r = rk_file_open(a.cachedev, 0, &dev);

@@ -225,6 +225,15 @@ static int create_check_args(const struct create_cli *cc, int n, char **members)
                 lv);
         return CLI_EXIT_USAGE;
     }
+    uint64_t chunk = o->chunk ? o->chunk : 64 * 1024;
+    if (o->bitmap_region && ((o->bitmap_region & (o->bitmap_region - 1)) ||
+                             o->bitmap_region < 64 * 1024 || o->bitmap_region < chunk)) {
+        fprintf(stderr,
+                "raidkit create: bad --bitmap-region %" PRIu64 ": a power of two >= 64 KiB and "
+                ">= the chunk (%" PRIu64 ")\n",
+                o->bitmap_region, chunk);
+        return CLI_EXIT_USAGE;
+    }
     if (o->bitmap_region && o->no_bitmap) {
         fprintf(stderr, "raidkit create: --bitmap-region with --bitmap none\n");
         return CLI_EXIT_USAGE;

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/cli.h"
+#include "cli/members.h"
 #include "cli/manage.h"
 #include "cli/report.h"
 #include "core/util.h"
@@ -93,6 +94,8 @@ int mgmt_check(const char *cmd, const cJSON *reply)
         return CLI_EXIT_OK;
     const cJSON *e = cJSON_GetObjectItem(reply, "error");
     fprintf(stderr, "raidkit %s: %s\n", cmd, cJSON_IsString(e) ? e->valuestring : "failed");
+    if (mgmt_json) /* --json: a refusal is a document on stdout too */
+        cli_print_json(cJSON_Duplicate(reply, true));
     return CLI_EXIT_FAIL;
 }
 
@@ -584,7 +587,8 @@ int cli_scrub(int argc, char **argv)
     }
     struct rk_volume *vol = NULL;
     bool degraded;
-    if (mgmt_offline_check("scrub", n, argv + optind, -1, o.degraded, o.repair, &degraded, NULL) ||
+    if (cli_refuse_busy("scrub", (const char *const *)argv + optind, n) ||
+        mgmt_offline_check("scrub", n, argv + optind, -1, o.degraded, o.repair, &degraded, NULL) ||
         mgmt_open("scrub", n, argv + optind, !o.repair, degraded, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);

@@ -57,9 +57,9 @@ int mgmt_offline_check(const char *cmd, int n, char **paths, int64_t own, bool a
             continue;
         if (slot == own && given) {
             fprintf(stderr,
-                    "raidkit %s: slot %d is active (%s is its member): nothing to %s; offline, "
-                    "leave its member out; online, `raidkit fail --slot %d` first\n",
-                    cmd, slot, mgmt_str(s, "path"), cmd, slot);
+                    "raidkit %s: slot %d is active: nothing to %s (its member %s is given); "
+                    "offline, leave its member out; online, `raidkit fail --slot %d` first\n",
+                    cmd, slot, cmd, mgmt_str(s, "path"), slot);
             rc = CLI_EXIT_FAIL;
             break;
         }
@@ -139,7 +139,7 @@ int mgmt_readd_member_check(const char *path, int n, char **paths, int64_t slot)
     const cJSON *m = cJSON_GetArrayItem(cJSON_GetObjectItem(d, "members"), n);
     const char *st = mgmt_str(m, "status");
     int rc = 0;
-    if (m && strcmp(st, "stale") && strcmp(st, "ok")) {
+    if (m && strcmp(st, "stale") && strcmp(st, "ok") && strcmp(st, "foreign")) {
         fprintf(stderr, "raidkit re-add: %s: %s %s\n", path, st, mgmt_str(m, "reason"));
         rc = CLI_EXIT_FAIL;
     } else if (m && (int64_t)mgmt_num(m, "slot") != slot) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/report.h"
 #include "raidkit/member_nbd.h"
 
 int cli_check_duplicates(const char *cmd, const char *const *paths, int n)
@@ -51,4 +52,19 @@ int cli_remove_created(const char *const *paths, int n, const bool absent[RK_MAX
         if (absent[i] && lstat(paths[i], &st) == 0 && S_ISREG(st.st_mode) && !unlink(paths[i]))
             removed++;
     return removed;
+}
+
+int cli_refuse_busy(const char *cmd, const char *const *paths, int n)
+{
+    for (int i = 0; i < n; i++) {
+        char who[128];
+        if (!rk_member_is_uri(paths[i]) && cli_lock_holder(paths[i], who, sizeof(who)) == 0) {
+            fprintf(stderr,
+                    "raidkit %s: %s is in use by %s: a running server holds it; stop it first "
+                    "(online: --control)\n",
+                    cmd, paths[i], who);
+            return CLI_EXIT_FAIL;
+        }
+    }
+    return 0;
 }

@@ -24,4 +24,10 @@ void cli_note_absent(const char *const *paths, int n, bool absent[RK_MAX_MEMBERS
  * Returns how many were removed. */
 int cli_remove_created(const char *const *paths, int n, const bool absent[RK_MAX_MEMBERS]);
 
+/* Before an offline command touches members a running server may hold: when another process
+ * holds the lock of one of the n paths (cli_lock_holder), print "raidkit CMD: PATH is in use by
+ * pid N (COMM): a running server holds it; stop it first (online: --control)" and return
+ * CLI_EXIT_FAIL; else 0. */
+int cli_refuse_busy(const char *cmd, const char *const *paths, int n);
+
 #endif

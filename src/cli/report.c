@@ -14,6 +14,18 @@
 
 #define MiB (1024.0 * 1024.0)
 
+/* The bar on the screen (one job per process), cleared before any log line (rk_log_set_before):
+ * the log line then starts at column 0 and the next update redraws the bar below it. */
+static struct cli_progress *progress_shown;
+
+static void progress_clear(void)
+{
+    if (progress_shown && progress_shown->drawn) {
+        fputs("\r\033[K", stderr);
+        progress_shown->drawn = false;
+    }
+}
+
 void cli_progress_init(struct cli_progress *p, const char *what, enum cli_progress_mode mode)
 {
     memset(p, 0, sizeof(*p));
@@ -38,9 +50,14 @@ void cli_progress_update(struct cli_progress *p, uint64_t pos, uint64_t end, dou
         for (int i = 0; i < 20; i++)
             bar[i] = i < fill ? '#' : '.';
         bar[20] = '\0';
-        fprintf(stderr, "\rraidkit %s: [%s] %5.1f%% at %.1f MiB/s, %s   ", p->what, bar, pct,
-                rate / MiB, eta);
-        p->drawn = true;
+        if (!progress_shown) {
+            progress_shown = p;
+            rk_log_set_before(progress_clear);
+        }
+        char line[256];
+        snprintf(line, sizeof(line), "\rraidkit %s: [%s] %5.1f%% at %.1f MiB/s, %s\033[K", p->what,
+                 bar, pct, rate / MiB, eta);
+        rk_log_raw(line, &p->drawn);
         return;
     }
     int step = (int)(pct / 10.0);
@@ -52,6 +69,10 @@ void cli_progress_update(struct cli_progress *p, uint64_t pos, uint64_t end, dou
 
 void cli_progress_end(struct cli_progress *p)
 {
+    if (progress_shown == p) {
+        rk_log_set_before(NULL);
+        progress_shown = NULL;
+    }
     if (p->drawn)
         fputc('\n', stderr);
     p->drawn = false;

@@ -219,7 +219,7 @@ int front_control_check(const char *path, char *err, size_t errlen)
     if (fd >= 0)
         close(fd);
     if (live) {
-        rk_set_err(err, errlen, "--control %s: in use by a running server", path);
+        rk_set_err(err, errlen, "control socket %s is in use by a running server", path);
         return -1;
     }
     return 0;

@@ -63,6 +63,24 @@ static void log_stamp(char *buf, size_t len)
     snprintf(buf, len, "%s.%03ld%s ", a, ts.tv_nsec / 1000000, z);
 }
 
+static void (*log_before)(void);
+
+void rk_log_set_before(void (*fn)(void))
+{
+    pthread_mutex_lock(&log_lock);
+    log_before = fn;
+    pthread_mutex_unlock(&log_lock);
+}
+
+void rk_log_raw(const char *text, bool *printed)
+{
+    pthread_mutex_lock(&log_lock);
+    fputs(text, stderr);
+    if (printed)
+        *printed = true;
+    pthread_mutex_unlock(&log_lock);
+}
+
 void rk_log(enum rk_log_level lvl, const char *fmt, ...)
 {
     static const char *const names[] = {"error", "warning", "info", "debug"};
@@ -76,6 +94,8 @@ void rk_log(enum rk_log_level lvl, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     pthread_mutex_lock(&log_lock);
+    if (log_before)
+        log_before();
     if (log_journal) {
         fprintf(stderr, "<%d>raidkit: %s\n", prio[lvl], msg);
     } else {

@@ -4,6 +4,7 @@
 #define RK_CORE_UTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +31,13 @@ void rk_log(enum rk_log_level lvl, const char *fmt, ...) __attribute__((format(p
 void rk_log_set_level(enum rk_log_level max);
 /* The current maximum level printed. */
 enum rk_log_level rk_log_get_level(void);
+/* fn (NULL: none) runs under the log lock before every line is printed: the CLI's progress bar
+ * clears its \r line there (src/cli/report.c), so a log line never lands inside it. */
+void rk_log_set_before(void (*fn)(void));
+/* Print text as is on stderr under the log lock (no newline, no level), then set *printed
+ * (may be NULL) still under it: the progress bar, so that no log line is printed between the
+ * bar and its "drawn" mark. */
+void rk_log_raw(const char *text, bool *printed);
 
 /* snprintf into err (if non-NULL) — the one way errors travel up as text. */
 void rk_set_err(char *err, size_t errlen, const char *fmt, ...)

@@ -38,13 +38,13 @@ scan() { # scan WANT_STATUS ARGS...: run assemble --scan, check the exit status
     [ "$rc" -eq "$want" ] || rk_fail "assemble --scan $* exited $rc, want $want: $(cat "$T/scan.out" "$T/scan.err")"
 }
 scan 0
-grep -q "array alpha: $uuid raid5, 3 of 3 members found: healthy" "$T/scan.out" || rk_fail "alpha not healthy: $(cat "$T/scan.out")"
+grep -q "array alpha: $uuid raid5, 3 members found: healthy (of 3 slots)" "$T/scan.out" || rk_fail "alpha not healthy: $(cat "$T/scan.out")"
 for s in 0 1 2; do
     grep -Eq "slot $s: active, ${A[$s]}\$" "$T/scan.out" || rk_fail "slot $s of alpha is not ${A[$s]}: $(cat "$T/scan.out")"
 done
 grep -q "skipped  ${B[0]}: member of another array, .* (beta)" "$T/scan.out" || rk_fail "foreign member not named: $(cat "$T/scan.out")"
 grep -q "skipped  $T/junk: not a raidkit member: zeroes only" "$T/scan.out" || rk_fail "junk not named"
-grep -q "array beta: .* raid1, 2 of 2 members found: healthy" "$T/scan.out" || rk_fail "beta (by name, glob) not found"
+grep -q "array beta: .* raid1, 2 members found: healthy (of 2 slots)" "$T/scan.out" || rk_fail "beta (by name, glob) not found"
 
 # One member missing: degraded; two: failed; JSON says the same.
 mv "${A[1]}" "$T/away"
@@ -79,7 +79,7 @@ printf '[array alpha]\nuuid = %s\nmembers = %s %s %s %s\n' "$uuid" "${A[0]}" "${
 [ $? -eq 2 ] && grep -q "${A[0]} and $T/alink are the same file" "$T/dup.err" || rk_fail "duplicate listing: $(cat "$T/dup.err")"
 printf '[array alpha]\nuuid = %s\nmembers = %s %s/a*\n' "$uuid" "${A[0]}" "$T" >"$T/glob.conf"
 "$RAIDKIT" assemble --scan --config "$T/glob.conf" >"$T/glob.out" 2>&1
-[ $? -eq 0 ] && grep -q "3 of 3 members found: healthy" "$T/glob.out" || rk_fail "overlapping globs: $(cat "$T/glob.out")"
+[ $? -eq 0 ] && grep -q "3 members found: healthy (of 3 slots)" "$T/glob.out" || rk_fail "overlapping globs: $(cat "$T/glob.out")"
 rm -f "$T/alink"
 # A truncated member (shorter than its superblock says) is named so in its slot line, left out.
 cp "${A[2]}" "$T/a2.cur"
@@ -92,10 +92,18 @@ cp "$T/a2.cur" "${A[2]}"
 cp "$T/a2.cur" "${A[2]}"
 scan 3 alpha
 grep -Eq "^  slot 2: stale \(event [0-9]+ < [0-9]+\), left out: ${A[2]}\$" "$T/scan.out" || rk_fail "stale wording: $(cat "$T/scan.out")"
-grep -q "2 of 3 members found, 1 file left out: degraded" "$T/scan.out" || rk_fail "stale counts: $(cat "$T/scan.out")"
+grep -q "2 members found: degraded (of 3 slots, 1 file left out)" "$T/scan.out" || rk_fail "stale counts: $(cat "$T/scan.out")"
 grep -q "is stale" "$T/scan.out" && rk_fail "'stale: is stale' wording: $(cat "$T/scan.out")"
 "$RAIDKIT" replace --slot 2 --with "${A[2]}" "${A[0]}" "${A[1]}" >/dev/null 2>"$T/rep.err" || rk_fail "replace slot 2: $(cat "$T/rep.err")"
 scan 0 alpha
+# A byte copy of a member (same member UUID and event): not healthy, serve NAME refuses.
+cp "${A[1]}" "$T/acopy"
+printf '[array alpha]\nuuid = %s\nmembers = %s %s %s %s\n' "$uuid" "${A[0]}" "${A[1]}" "${A[2]}" "$T/acopy" >"$T/copy.conf"
+"$RAIDKIT" assemble --scan --config "$T/copy.conf" >"$T/copy.out" 2>&1
+[ $? -eq 5 ] && grep -q "duplicate" "$T/copy.out" || rk_fail "a copied member: $(cat "$T/copy.out")"
+"$RAIDKIT" serve --config "$T/copy.conf" --run true alpha >/dev/null 2>"$T/copy.err"
+[ $? -eq 1 ] && grep -q "two files hold the same member" "$T/copy.err" || rk_fail "serve NAME with a copy: $(cat "$T/copy.err")"
+rm -f "$T/acopy"
 
 # serve NAME: the configured members and listen address; SIGTERM stops it cleanly.
 RK_NSERVE=$((RK_NSERVE + 1))

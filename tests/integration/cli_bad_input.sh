@@ -21,6 +21,7 @@ bad()
     shift
     timeout 10 "$RAIDKIT" "$@" >"$T/out" 2>"$T/err" </dev/null
     rc=$?
+    rc_last=$rc
     lines=$(wc -l <"$T/err")
     rk_no_sanitizer "$T/err" "raidkit $*"
     if [ "$rc" -eq 0 ]; then
@@ -70,6 +71,13 @@ bad "serve bad listen address" serve --listen "carrier-pigeon:x" "${H[@]}"
 bad "serve bad fault spec" serve --listen "unix:$T/sock.y" --debug-fault 0:explode "${H[@]}"
 bad "serve blank members" serve --listen "unix:$T/sock.z" "$m0" "$m1"
 bad "serve a directory" serve --listen "unix:$T/sock.w" "$T/adir"
+bad "create --bitmap-region 4K (exit 2)" create --level 1 --bitmap-region 4K "$m0" "$m1"
+[ "$rc_last" = 2 ] || { echo "FAIL: create --bitmap-region 4K exited $rc_last, want 2" >&2; nfail=$((nfail + 1)); }
+bad "bitmap --region 3M (exit 2)" bitmap --add --region 3M "${H[@]}"
+[ "$rc_last" = 2 ] || { echo "FAIL: bitmap --region 3M exited $rc_last, want 2" >&2; nfail=$((nfail + 1)); }
+bad "serve a member twice" serve --listen "unix:$T/sock.d" "${H[0]}" "${H[0]}"
+[ "$rc_last" = 2 ] || { echo "FAIL: serve a member twice exited $rc_last, want 2" >&2; nfail=$((nfail + 1)); }
+bad "fuse --config" fuse "$T/adir" --config "$T/x.conf" "${H[@]}"
 bad "info without members" info
 bad "info unknown option" info --bogus "${H[@]}"
 

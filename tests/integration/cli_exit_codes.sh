@@ -82,6 +82,8 @@ want 0 "fail --json" fail --json --slot 1 --control "$CTL"
 is_json 'd["ok"] and d["slot"] == 1'
 want 3 "status --test degraded" status --test --control "$CTL"
 want 1 "fail an already failed slot" fail --slot 1 --control "$CTL"
+want 1 "fail --json of an already failed slot" fail --json --slot 1 --control "$CTL"
+is_json 'd["ok"] is False and d["error"]'
 rk_stop
 
 # Offline: replace --json, progress lines without a terminal, scrub --json.
@@ -93,6 +95,107 @@ want 0 "scrub --json --no-progress offline" scrub --json --no-progress "${M[0]}"
 is_json 'd["mismatches"] == 0'
 [ ! -s "$T/err" ] || ! grep -q "%" "$T/err" || { echo "FAIL: --no-progress printed progress: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
 want 0 "info --test after the replace" info --test "${M[0]}" "${M[3]}" "${M[2]}"
+
+
+# same_events WHAT: no member's event counter moved since the last `evs` (a refusal writes nothing).
+evs() { EVS=$(for f in "${M[0]}" "${M[3]}" "${M[2]}"; do event "$f"; done | tr '\n' ' '); }
+same_events()
+{
+    local now
+    now=$(for f in "${M[0]}" "${M[3]}" "${M[2]}"; do event "$f"; done | tr '\n' ' ')
+    [ "$now" = "$EVS" ] || { echo "FAIL ($1): event counters moved: $EVS -> $now" >&2; nfail=$((nfail + 1)); }
+}
+# Offline commands open degraded only by the slot they act on; any other missing slot needs
+# --degraded (as serve), refused with one line naming it, nothing written.
+evs
+want 1 "scrub --repair with a member left out" scrub --repair "${M[0]}" "${M[3]}"
+grep -q "slot 2 is active but not given" "$T/err" || { echo "FAIL: missing slot not named: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+[ "$(wc -l <"$T/err")" -eq 1 ] || { echo "FAIL: refusal is not one line: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+same_events "scrub --repair refused"
+want 1 "re-add with another slot missing" re-add --slot 1 "${M[1]}" "${M[0]}"
+same_events "re-add refused"
+want 1 "replace of an active slot" replace --slot 1 --with "${M[1]}" "${M[0]}" "${M[3]}" "${M[2]}"
+grep -q "slot 1 is active" "$T/err" || { echo "FAIL: active slot message: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+same_events "replace of an active slot"
+want 1 "re-add into an active slot (F7)" re-add --slot 1 "${M[3]}" "${M[0]}" "${M[3]}" "${M[2]}"
+same_events "re-add of an active slot"
+want 1 "replace onto a too small member" replace --slot 2 --with "$T/zero" "${M[0]}" "${M[3]}"
+same_events "replace onto a too small member"
+want 2 "--degraded online" scrub --degraded --control "$T/ctl"
+want 2 "re-add --repair (option table)" re-add --repair --slot 1 "${M[1]}" "${M[0]}" "${M[2]}"
+want 1 "serve --control in a missing directory" serve --control "$T/no/dir/ctl" --run true "${M[0]}" "${M[3]}" "${M[2]}"
+same_events "serve --control refused"
+want 1 "serve --control on a regular file" serve --control "$T/zero" --run true "${M[0]}" "${M[3]}" "${M[2]}"
+same_events "serve --control on a file"
+want 1 "fuse on a missing mount point" fuse "$T/no/such/mnt" "${M[0]}" "${M[3]}" "${M[2]}"
+same_events "fuse refused"
+# With --degraded the scrub runs degraded; re-add of the slot it acts on needs none.
+want 0 "scrub --repair --degraded" scrub --repair --degraded --no-progress "${M[0]}" "${M[3]}"
+want 0 "re-add --json of the slot left out" re-add --json --no-progress --slot 2 "${M[2]}" "${M[0]}" "${M[3]}"
+is_json 'd["result"] == "re-added" and d["slot"] == 2 and "resynced_bytes" in d'
+want 0 "info --test after the re-add" info --test "${M[0]}" "${M[3]}" "${M[2]}"
+
+# The same member twice (same path, a symlink, a hard link) is a usage error in create/serve.
+ln -sf "${M[0]}" "$T/m0link"
+want 2 "serve with a member twice (symlink)" serve --run true "${M[0]}" "$T/m0link" "${M[2]}"
+grep -q "same file" "$T/err" || { echo "FAIL: duplicate message: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+want 2 "create with a member twice" create --level 1 --size 8M "$T/d1" "$T/d1"
+[ ! -e "$T/d1" ] || { echo "FAIL: create given a member twice made $T/d1" >&2; nfail=$((nfail + 1)); }
+# A refused create removes only the files it made in this run.
+touch "$T/pre"
+want 1 "create with a bad member path" create --level 1 --size 8M "$T/new0" "$T/pre" "$T/no/dir/m"
+[ ! -e "$T/new0" ] || { echo "FAIL: refused create left $T/new0 behind" >&2; nfail=$((nfail + 1)); }
+[ -e "$T/pre" ] || { echo "FAIL: refused create removed the pre-existing $T/pre" >&2; nfail=$((nfail + 1)); }
+rk_serve "${M[0]}" "${M[3]}" "${M[2]}"
+want 1 "create --force over a member in use" create --force --level 1 --size 8M "$T/new2" "${M[0]}"
+[ ! -e "$T/new2" ] || { echo "FAIL: refused create left $T/new2 behind" >&2; nfail=$((nfail + 1)); }
+# Offline commands on a served array name the server holding it (F4), nothing else.
+for args in "scrub ${M[0]} ${M[3]} ${M[2]}" "bitmap --add ${M[0]} ${M[3]} ${M[2]}" \
+    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}"; do
+    # shellcheck disable=SC2086
+    want 1 "offline $args on a served array" $args
+    grep -Eq "in use by pid [0-9]+ \(raidkit\)" "$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] ||
+        { echo "FAIL: $args: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+done
+rk_stop
+
+# --json on bitmap and cache create.
+rk_members 2 12M bj BJ
+want 0 "create --bitmap none" create --level 1 --bitmap none "${BJ[@]}"
+want 0 "bitmap --add --json" bitmap --add --json "${BJ[@]}"
+is_json 'd["result"] == "added" and d["members"] == 2'
+truncate -s 8M "$T/ssd"
+want 0 "cache create --json" cache create --json --mode writethrough "$T/ssd" "${BJ[@]}"
+is_json 'd["mode"] == "writethrough" and d["blocks"] > 0 and len(d["uuid"]) == 36'
+
+# A truncated member is named and exits 1.
+cp "${M[2]}" "$T/trunc"
+truncate -s 4M "$T/trunc"
+want 1 "info on a truncated member" info "${M[0]}" "${M[3]}" "$T/trunc"
+grep -q "trunc: truncated" "$T/out" || { echo "FAIL: truncated member shows: $(cat "$T/out")" >&2; nfail=$((nfail + 1)); }
+want 3 "info --test with a truncated member" info --test "${M[0]}" "${M[3]}" "$T/trunc"
+
+# serve --run with a command that exits at once never hangs (SIGCHLD race), 6 times.
+for i in $(seq 6); do
+    timeout 20 "$RAIDKIT" serve -q --run 'exit 7' "${M[0]}" "${M[3]}" "${M[2]}" </dev/null 2>/dev/null
+    rc=$?
+    [ $rc -eq 7 ] || { echo "FAIL: serve --run 'exit 7' run $i exited $rc" >&2; nfail=$((nfail + 1)); break; }
+done
+
+# --progress draws a bar; a log line first clears it (\r + erase), never lands inside it.
+want 0 "scrub --repair --progress" scrub --repair --progress "${M[0]}" "${M[3]}" "${M[2]}"
+python3 - "$T/err" <<'EOP' || nfail=$((nfail + 1))
+import re, sys
+t = open(sys.argv[1], encoding="utf-8", errors="replace", newline="").read()
+# a log line (timestamp) starts a line, or follows the bar's erase "\r\033[K"
+bad = [t[max(0, m.start() - 80):m.end()] for m in re.finditer(r"\d{4}-\d\d-\d\dT\d\d:", t)
+       if m.start() and t[m.start() - 1] != "\n" and not t[:m.start()].endswith("\r\x1b[K")]
+if "[" not in t or "%" not in t:
+    bad = ["no bar drawn with --progress: " + t[:200]]
+if bad:
+    print("FAIL: a log line inside the progress bar: %r" % bad[0][:300], file=sys.stderr)
+    sys.exit(1)
+EOP
 
 [ $nfail -eq 0 ] || rk_fail "$nfail exit-code checks failed"
 echo "PASS: exit codes, --test states, --json, lock holder, bind before members"

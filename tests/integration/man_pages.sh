@@ -29,5 +29,13 @@ for c in $cmds; do
         grep -q -- "$o" <<<"$page" || { echo "FAIL: raidkit-$c(8) lacks $o" >&2; fail=1; }
     done
 done
+# A user's page says nothing about its generator or the source tree.
+for p in "$dir"/*.8; do
+    t=$(MANWIDTH=200 man -l "$p" 2>/dev/null)
+    if grep -Eq "cli2man|source of the man pages|src/(cli|meta|core)/" <<<"$t"; then
+        echo "FAIL: $(basename "$p") carries developer notes: $(grep -Eo ".{0,40}(cli2man|src/(cli|meta|core)/).{0,20}" <<<"$t" | head -1)" >&2
+        fail=1
+    fi
+done
 [ $fail -eq 0 ] && echo "PASS: $(ls "$dir"/*.8 | wc -l) man pages, no warnings"
 exit $fail
