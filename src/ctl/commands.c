@@ -192,7 +192,6 @@ static void ctl_add_bitmap(cJSON *root, struct rk_dev *raid)
     cJSON_AddNumberToObject(b, "unsynced", (double)bs.unsynced);
 }
 
-/* "last_scrub": the result of the last finished scrub, null when none ran since start. */
 /* "gather": raid5/raid6 stripe gathering (docs/CLI.md "status"); null on other levels. */
 static void ctl_add_gather(cJSON *root, struct rk_dev *raid)
 {
@@ -224,6 +223,7 @@ static void ctl_add_gather(cJSON *root, struct rk_dev *raid)
     cJSON_AddNumberToObject(d, "other", (double)gs.out_other);
 }
 
+/* "last_scrub": the result of the last finished scrub, null when none ran since start. */
 static void ctl_add_last_scrub(cJSON *root, struct rk_dev *raid, const struct rk_raid_progress *p)
 {
     if (!p->scrubbed) {

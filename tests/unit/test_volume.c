@@ -486,6 +486,8 @@ static void test_stale_and_missing(void **state)
 
     char err[512] = "";
     assert_int_equal(rk_volume_open(p, 2, NULL, &v, err, sizeof(err)), -ENODEV);
+    if (!strstr(err, "slot 1")) /* seen once under ASan at load: keep the message for a diagnosis */
+        print_message("stale open refused with: %s\n", err);
     assert_non_null(strstr(err, "slot 1"));
     assert_non_null(strstr(err, "m1.img is stale"));
     assert_non_null(strstr(err, "--degraded"));
