@@ -423,8 +423,13 @@ static void file_close(struct rk_dev *dev)
     if (p->use_uring)
         file_stop_uring(p);
     file_mmap_teardown(p);
-    if (p->fd >= 0)
+    /* Release the member lock now: io_uring drops its file references asynchronously after
+     * the ring exits, and until then close() alone would leave the flock held, so an immediate
+     * reopen (restart, re-add) would find the member "busy". */
+    if (p->fd >= 0) {
+        (void)flock(p->fd, LOCK_UN);
         close(p->fd);
+    }
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->space);
     free(p);
