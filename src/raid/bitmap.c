@@ -191,6 +191,17 @@ void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from)
     atomic_store(&bm->resync_pending, 1);
 }
 
+int raid_bitmap_join(struct raid_priv *r)
+{
+    struct raid_bitmap *bm = r->bm;
+    if (!bm || !bm->area_off)
+        return 0;
+    pthread_mutex_lock(&bm->lock);
+    int ret = bm_sync(r); /* a write that starts now: the new slot is among the writable ones */
+    pthread_mutex_unlock(&bm->lock);
+    return ret;
+}
+
 bool raid_flush_writable(struct raid_priv *r)
 {
     uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);

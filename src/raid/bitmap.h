@@ -109,6 +109,16 @@ void raid_bitmap_synced(struct raid_priv *r, uint64_t i);
 /* Mark every region that ends after member offset from unsynced (a full resync). */
 void raid_bitmap_mark_all(struct raid_priv *r, uint64_t from);
 
+/*
+ * A member just joined a slot (REBUILDING, rk_raid_add_member): write the current area image
+ * (every bit set now, a new event count) FUA to every writable member, the new one included, so
+ * it carries the write-intent bitmap from its join on, not only from the next bit change: a
+ * member that leaves again right after its rebuild must bring a valid area to its re-add
+ * (docs/FORMAT.md "Re-add"). A no-op without an on-disk bitmap. Takes bm->lock. Returns 0, or
+ * -EIO when the slots left no longer hold all data (a member that fails the write is failed).
+ */
+int raid_bitmap_join(struct raid_priv *r);
+
 /* True while some slot is not ACTIVE (failed, missing, rebuilding, being re-added): the
  * cleaner then clears no bit, so every write since a member left stays recorded for its
  * re-add, however many members are away (docs/ARCHITECTURE.md "Re-add"). Lock-free. */

@@ -2,6 +2,7 @@
  * other slots and write it, checkpoint; and the slot replacement that precedes it
  * (rk_raid_add_member). */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,13 @@ int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member
      * reconstruct say nothing about them (the slot serves no reads until then). */
     if (!ret)
         raid_bad_drop(r, slot);
+    /* The new member carries the write-intent bitmap from now on (F13: else only from the
+     * next bit change, and a re-add right after its rebuild found no valid area). A failed
+     * area write already failed the member(s) that took it: the rebuild start says so. */
+    if (!ret && raid_bitmap_join(r))
+        rk_warn("raid: slot %" PRIu32 " joined, but the write-intent bitmap could not be written "
+                "to the members",
+                slot);
     return ret;
 }
 
