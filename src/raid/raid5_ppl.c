@@ -249,14 +249,23 @@ static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     ppl_wake(L);
 }
 
-/* Reserve an entry of size bytes on the rings of slots[0..n-1] (waiting for room); returns 0
+/* Remove slots[i] from slots[0..*n-1] (order kept). */
+static void ppl_drop_slot(uint32_t *slots, int *n, int i)
+{
+    memmove(&slots[i], &slots[i + 1], (size_t)(*n - i - 1) * sizeof(*slots));
+    (*n)--;
+}
+
+/* Reserve an entry of size bytes on the rings of slots[0..*n-1] (waiting for room); returns 0
  * with its seq and the position on each, or -EIO (nothing reserved) when a full ring cannot be
- * reclaimed (ppl_reclaim). */
-static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
-                     uint64_t size, uint64_t *seq, uint64_t *pos)
+ * reclaimed (ppl_reclaim). A slot whose ring is full and that is no longer writable (it failed
+ * after the caller chose it: the reclaim cannot retire its ring, and the write skips its
+ * parity, r5w_commit) is dropped from slots[] and *n instead. */
+static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
+                     uint64_t *seq, uint64_t *pos)
 {
     pthread_mutex_lock(&L->lock);
-    for (int i = 0; i < n;) {
+    for (int i = 0; i < *n;) {
         struct ppl_ring *m = &L->m[slots[i]];
         if (m->dev != r->members[slots[i]]) {
             if (L->busy)
@@ -265,9 +274,14 @@ static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slot
                 ppl_adopt(r, L, slots[i]);
             i = 0;
         } else if (!ring_fit(L, m, size, &pos[i])) {
-            if (ppl_reclaim(r, L, m)) {
-                pthread_mutex_unlock(&L->lock);
-                return -EIO;
+            uint32_t bit = 1u << slots[i];
+            if (!(raid_slot_mask(r, RAID_STATES_WRITE) & bit) || ppl_reclaim(r, L, m)) {
+                /* Failed before, or by the reclaim's flush or head write: no entry there. */
+                if (raid_slot_mask(r, RAID_STATES_WRITE) & bit) {
+                    pthread_mutex_unlock(&L->lock);
+                    return -EIO;
+                }
+                ppl_drop_slot(slots, n, i);
             }
             i = 0;
         } else {
@@ -275,7 +289,7 @@ static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slot
         }
     }
     *seq = L->next_seq++;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < *n; i++) {
         struct ppl_ring *m = &L->m[slots[i]];
         m->q[(m->first + m->count++) % L->cap] =
             (struct ppl_ent){.seq = *seq, .pos = pos[i], .size = size, .ws = PPL_FILLING};
@@ -532,8 +546,14 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
     e.flags = RK_PPL_HAS_P;
     uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
-    if (ppl_alloc(r, L, tok->slot, (int)nt, size, &e.seq, pos))
+    int na = (int)nt;
+    if (ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))
         return -EIO; /* tok->n is 0: nothing to release */
+    /* A parity slot dropped by ppl_alloc (failed meanwhile): the rest keep their order. */
+    for (uint32_t i = 0, j = 0; i < nt; i++)
+        if (j < (uint32_t)na && tok->slot[j] == g->slot[blk[i]])
+            blk[j++] = blk[i];
+    nt = (uint32_t)na;
     tok->seq = e.seq;
     tok->n = (int)nt;
     /* The ranges we reserved are ours alone until ppl_commit marks them READY. */
@@ -596,7 +616,7 @@ int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_pp
     uint64_t pos[RK_MAX_MEMBERS];
     int nt = tok->n;
     tok->n = 0;
-    if (ppl_alloc(r, L, tok->slot, nt, RK_PPL_BLOCK, &e.seq, pos))
+    if (ppl_alloc(r, L, tok->slot, &nt, RK_PPL_BLOCK, &e.seq, pos))
         return -EIO;
     tok->seq = e.seq;
     tok->n = nt;
