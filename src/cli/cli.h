@@ -32,6 +32,11 @@ int cli_cache_fault(int argc, char **argv);
  * stderr prefixed by cmd); mgmt_check prints the reply's error and returns CLI_EXIT_FAIL, or
  * CLI_EXIT_OK when it says ok. */
 struct cJSON;
+/* --json for the helpers below (one command per process): a refusal or a request that got no
+ * usable reply also prints {"ok": false, "error": ...} on stdout. */
+void mgmt_set_json(bool on);
+/* True after mgmt_set_json(true) (or a manage command's --json). */
+bool mgmt_json_on(void);
 struct cJSON *mgmt_call(const char *cmd, const char *path, struct cJSON *req);
 int mgmt_check(const char *cmd, const struct cJSON *reply);
 /* The "cache:" lines of `raidkit status` for the status document's "cache" object (nothing for

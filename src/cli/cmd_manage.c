@@ -1,6 +1,7 @@
 /* `raidkit status|fail|replace|scrub`: online management through a served volume's control
  * socket (one JSON line each way), and offline replace/scrub directly on member files. */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -31,6 +32,36 @@
 static bool mgmt_json;
 static enum cli_progress_mode mgmt_progress;
 
+void mgmt_set_json(bool on)
+{
+    mgmt_json = on;
+}
+
+bool mgmt_json_on(void)
+{
+    return mgmt_json;
+}
+
+/* One line "raidkit CMD: MESSAGE" on stderr for a request that got no usable reply, and with
+ * --json the same as {"ok": false, "error": MESSAGE} on stdout (a script reads a document for
+ * every refusal, docs/CLI.md). */
+static void __attribute__((format(printf, 2, 3)))
+mgmt_no_reply(const char *cmd, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "raidkit %s: %s\n", cmd, msg);
+    if (mgmt_json) {
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "ok", false);
+        cJSON_AddStringToObject(j, "error", msg);
+        cli_print_json(j);
+    }
+}
+
 /* Send one request line to the control socket and parse the reply. NULL with a message on
  * stderr (prefixed by cmd) when the socket or the reply is unusable. */
 static cJSON *mgmt_request(const char *cmd, const char *path, const char *line)
@@ -40,21 +71,21 @@ static cJSON *mgmt_request(const char *cmd, const char *path, const char *line)
     char *buf = NULL;
     int fd = -1;
     if (strlen(path) >= sizeof(sa.sun_path)) {
-        fprintf(stderr, "raidkit %s: control socket path too long: %s\n", cmd, path);
+        mgmt_no_reply(cmd, "control socket path too long: %s", path);
         return NULL;
     }
     memcpy(sa.sun_path, path, strlen(path) + 1);
     fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-        fprintf(stderr,
-                "raidkit %s: cannot connect to control socket %s: %s (is `raidkit serve "
-                "--control %s` running?)\n",
-                cmd, path, strerror(errno), path);
+        mgmt_no_reply(cmd,
+                      "cannot connect to control socket %s: %s (is `raidkit serve --control %s` "
+                      "running?)",
+                      path, strerror(errno), path);
         goto out;
     }
     size_t len = strlen(line);
     if (send(fd, line, len, MSG_NOSIGNAL) != (ssize_t)len || send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-        fprintf(stderr, "raidkit %s: sending to %s: %s\n", cmd, path, strerror(errno));
+        mgmt_no_reply(cmd, "sending to %s: %s", path, strerror(errno));
         goto out;
     }
     size_t cap = 1 << 16, used = 0;
@@ -70,7 +101,7 @@ static cJSON *mgmt_request(const char *cmd, const char *path, const char *line)
             break;
     }
     if (!buf || !used) {
-        fprintf(stderr, "raidkit %s: no reply from %s\n", cmd, path);
+        mgmt_no_reply(cmd, "no reply from %s", path);
         goto out;
     }
     buf[used] = '\0';
@@ -78,7 +109,7 @@ static cJSON *mgmt_request(const char *cmd, const char *path, const char *line)
     if (!reply || !cJSON_IsObject(reply)) {
         cJSON_Delete(reply);
         reply = NULL;
-        fprintf(stderr, "raidkit %s: bad reply from %s\n", cmd, path);
+        mgmt_no_reply(cmd, "bad reply from %s", path);
     }
 out:
     free(buf);
