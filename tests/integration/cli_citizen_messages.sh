@@ -5,7 +5,8 @@
 # - bitmap --add with a member missing does not advise --degraded, an option bitmap does not
 #   take (F6), and changes nothing;
 # - cache mode / detach / attach --json: one JSON document on stdout on success and on a refusal,
-#   and a control socket nobody serves gives {"ok": false, ...} too (F12).
+#   and a control socket nobody serves gives {"ok": false, ...} too (F12);
+# - info --test of an array that was not shut down cleanly exits 4, recovering (T5).
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/cache_lib.sh"
@@ -41,6 +42,23 @@ grep -q "give them all" "$T/b.out" || rk_fail "bitmap --add: no advice to give e
 [ "$(rk_sums "${M[@]}")" = "$before" ] || rk_fail "refused bitmap --add changed a member"
 "$RAIDKIT" bitmap --add --degraded "${M[@]}" >/dev/null 2>&1
 [ $? = 2 ] || rk_fail "bitmap --add --degraded is not a usage error"
+
+rk_log "=== T5: info --test on an array that was not shut down cleanly: 4 (recovering)"
+rk_members 2 9M k
+rk_create --level 1 "${M[@]}"
+"$RAIDKIT" info --test "${M[@]}" >/dev/null || rk_fail "info --test of a new raid1 is not 0"
+"$RAIDKIT" serve -q --listen "unix:$T/k.sock" "${M[@]}" 2>"$T/k.log" &
+kp=$!
+for i in $(seq 100); do [ -S "$T/k.sock" ] && break; sleep 0.1; done
+[ -S "$T/k.sock" ] || rk_fail "serve did not listen: $(cat "$T/k.log")"
+RK_URI="nbd+unix:///?socket=$T/k.sock" rk_stamp 1 0 65536
+kill -KILL "$kp"
+wait "$kp" 2>/dev/null
+[ "$(rk_info_json "${M[@]}" | "$RK_PY" -c 'import json,sys; print(json.load(sys.stdin)["array"]["clean"])')" = False ] ||
+    rk_fail "a SIGKILLed server left the array clean"
+"$RAIDKIT" info --test "${M[@]}" >/dev/null
+rc=$?
+[ $rc = 4 ] || rk_fail "info --test of a dirty array exited $rc, want 4 (recovering)"
 
 rk_log "=== cache mode/detach/attach --json"
 rk_members 2 17M c
