@@ -5,12 +5,20 @@ _raidkit()
     COMPREPLY=()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
-    local commands="create info bitmap serve status fail replace scrub assemble bench"
+    local commands="create info bitmap serve status fail replace re-add scrub cache assemble fuse
+                    bench"
     if [ "$COMP_CWORD" -eq 1 ]; then
         COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
+    if [ "$cmd" = cache ]; then
+        if [ "$COMP_CWORD" -eq 2 ]; then
+            COMPREPLY=($(compgen -W "create mode detach attach fault --help" -- "$cur"))
+            return
+        fi
+        cmd="cache-${COMP_WORDS[2]}"
+    fi
     case $prev in
     --level | -l)
         COMPREPLY=($(compgen -W "linear raid0 raid1 raid10 raid5 raid6" -- "$cur"))
@@ -19,27 +27,43 @@ _raidkit()
         COMPREPLY=($(compgen -W "internal none" -- "$cur")); return ;;
     --write-hole)
         COMPREPLY=($(compgen -W "ppl none" -- "$cur")); return ;;
-    --emulate)
+    --emulate | --cache-emulate)
         COMPREPLY=($(compgen -W "sata-ssd-2014 hdd-7200" -f -- "$cur")); return ;;
+    --tls)
+        COMPREPLY=($(compgen -W "off on require" -- "$cur")); return ;;
+    --mode)
+        COMPREPLY=($(compgen -W "writethrough writeback writearound none" -- "$cur")); return ;;
     --listen | -L)
         COMPREPLY=($(compgen -W "unix: tcp:" -- "$cur")); compopt -o nospace 2>/dev/null; return ;;
-    --control | -c | --with | -w | --pidfile | --config)
+    --control | -c | --with | -w | --pidfile | --config | --cache | --tls-psk | --out | --dir)
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --tls-certificates)
+        COMPREPLY=($(compgen -d -- "$cur")); return ;;
     esac
     local common="--help --verbose --quiet"
+    # Each command's options, as its --help synopsis lists them (tests/integration/
+    # cli_completion.sh keeps the two in agreement).
     case $cmd in
     create) opts="--level --chunk --name --size --force --assume-clean --bitmap --bitmap-region
                   --write-hole --json" ;;
     info) opts="--json --test" ;;
-    bitmap) opts="--add --region" ;;
-    serve) opts="--listen --export --read-only --degraded --force --threads --emulate --control
-                 --rebuild-rate --debug-fault --single --run --exit-with-parent --pidfile
-                 --config" ;;
+    bitmap) opts="--add --region --json" ;;
+    serve) opts="--listen --export --read-only --degraded --force --foreground --threads --emulate
+                 --control --rebuild-rate --debug-fault --max-connections --request-memory
+                 --handshake-timeout --idle-timeout --socket-mode --socket-owner --socket-group
+                 --tls --tls-certificates --tls-psk --cache --cache-emulate --writeback-rate
+                 --single --run --exit-with-parent --pidfile --config" ;;
     status) opts="--control --json --test" ;;
     fail) opts="--control --slot --json" ;;
-    replace) opts="--control --slot --with --rate --wait --json --progress --no-progress" ;;
-    scrub) opts="--control --repair --rate --no-wait --json --progress --no-progress" ;;
+    replace) opts="--control --slot --with --rate --wait --degraded --json --progress
+                   --no-progress" ;;
+    re-add) opts="--control --slot --rate --wait --degraded --json --progress --no-progress" ;;
+    scrub) opts="--control --repair --rate --no-wait --degraded --json --progress --no-progress" ;;
+    cache-create) opts="--mode --block --force --json" ;;
+    cache-mode | cache-detach | cache-attach | cache-fault) opts="--control --json" ;;
     assemble) opts="--scan --config --json" ;;
+    fuse) opts="--name --allow-other --max-io --json --read-only --degraded --force --threads
+                --emulate --control --rebuild-rate --debug-fault" ;;
     bench) opts="--suite --configs --members --dir --model --out --format --trials --json" ;;
     esac
     if [[ $cur == -* ]]; then

@@ -18,7 +18,7 @@ int cli_bench(int argc, char **argv);
 int cli_status(int argc, char **argv);
 int cli_fail(int argc, char **argv);
 int cli_replace(int argc, char **argv);
-int cli_readd(int argc, char **argv); /* cmd_manage.c */
+int cli_readd(int argc, char **argv); /* cmd_manage_jobs.c */
 int cli_scrub(int argc, char **argv);
 int cli_cache(int argc, char **argv); /* cmd_cache.c: `raidkit cache SUB` */
 /* cmd_cache_online.c: `raidkit cache mode|detach|attach|fault` (argv[0] the subcommand). */
@@ -27,11 +27,16 @@ int cli_cache_detach(int argc, char **argv);
 int cli_cache_attach(int argc, char **argv);
 int cli_cache_fault(int argc, char **argv);
 
-/* Control-socket helpers of cmd_manage.c, shared with cmd_cache.c. mgmt_call sends req (freed)
- * as one line to the socket at path and returns the parsed reply (NULL after a message on
+/* Control-socket helpers of manage_ctl.c, shared with cmd_cache_online.c. mgmt_call sends req
+ * (freed) as one line to the socket at path and returns the parsed reply (NULL after a message on
  * stderr prefixed by cmd); mgmt_check prints the reply's error and returns CLI_EXIT_FAIL, or
  * CLI_EXIT_OK when it says ok. */
 struct cJSON;
+/* --json for the helpers below (one command per process): a refusal or a request that got no
+ * usable reply also prints {"ok": false, "error": ...} on stdout. */
+void mgmt_set_json(bool on);
+/* True after mgmt_set_json(true) (or a manage command's --json). */
+bool mgmt_json_on(void);
 struct cJSON *mgmt_call(const char *cmd, const char *path, struct cJSON *req);
 int mgmt_check(const char *cmd, const struct cJSON *reply);
 /* The "cache:" lines of `raidkit status` for the status document's "cache" object (nothing for

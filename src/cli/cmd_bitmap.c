@@ -17,7 +17,8 @@ static const char bitmap_usage[] =
     "\n"
     "Add an internal write-intent bitmap to a stopped array that has none (created before\n"
     "bitmaps existed, or with --bitmap none), so that an unclean shutdown resyncs only the\n"
-    "regions written around the crash. The array must be in sync (no resync pending).\n"
+    "regions written around the crash. The array must be in sync (no resync pending) and\n"
+    "every member must be given (the bitmap is written to each).\n"
     "\n"
     "      --add          add the bitmap (the only action)\n"
     "      --region SIZE  data bytes per bit (power of two >= 64K and >= the chunk; default\n"
@@ -77,6 +78,13 @@ int cli_bitmap(int argc, char **argv)
     char err[512] = "";
     int r = rk_volume_bitmap_add((const char *const *)argv + optind, n, region, err, sizeof(err));
     if (r) {
+        /* The open's advice for missing members names serve's --degraded, which bitmap does
+         * not take: a bitmap has to be written to every member, so say that instead. */
+        char *hint = strstr(err, "; start with --degraded");
+        if (hint)
+            snprintf(hint, sizeof(err) - (size_t)(hint - err),
+                     "; bitmap --add writes every member: give them all (a missing member can "
+                     "be put back first with re-add or replace)");
         fprintf(stderr, "raidkit bitmap: %s\n", err[0] ? err : strerror(-r));
         return CLI_EXIT_FAIL;
     }

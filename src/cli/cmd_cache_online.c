@@ -12,12 +12,13 @@
 
 #include "cache/meta.h"
 #include "cli/cli.h"
+#include "cli/report.h"
 
 static const char online_usage[] =
-    "Usage: raidkit cache mode MODE --control PATH\n"
-    "       raidkit cache detach --control PATH\n"
-    "       raidkit cache attach CACHEDEV --control PATH\n"
-    "       raidkit cache fault SPEC --control PATH\n"
+    "Usage: raidkit cache mode MODE [--json] --control PATH\n"
+    "       raidkit cache detach [--json] --control PATH\n"
+    "       raidkit cache attach CACHEDEV [--json] --control PATH\n"
+    "       raidkit cache fault SPEC [--json] --control PATH\n"
     "\n"
     "Online, on a volume served with --cache (docs/CLI.md \"cache\"):\n"
     "  mode MODE      switch to writethrough, writeback, writearound or none (leaving\n"
@@ -27,15 +28,22 @@ static const char online_usage[] =
     "  attach DEV     attach a cache device again (after detach; or retry a failed one: give its\n"
     "                 own path)\n"
     "  fault SPEC     testing only: change the fault spec of the cache device (serve\n"
-    "                 --debug-fault cache:...; SPEC clear removes every fault)\n";
+    "                 --debug-fault cache:...; SPEC clear removes every fault)\n"
+    "\n"
+    "      --control PATH  the control socket of the server (required)\n"
+    "      --json          print the server's reply as JSON ({\"ok\": true, \"op\": ...,\n"
+    "                      \"message\": ...}; a refusal {\"ok\": false, \"error\": ...})\n"
+    "  -h, --help          show this help\n";
 
-/* Parse [ARG] --control PATH of an online subcommand: 0 with *control and *arg (NULL when
- * nargs is 0), -1 after --help, or CLI_EXIT_USAGE after a message. */
+/* Parse [ARG] [--json] --control PATH of an online subcommand: 0 with *control and *arg (NULL
+ * when nargs is 0; --json goes to mgmt_set_json), -1 after --help, or CLI_EXIT_USAGE after a
+ * message. */
 static int cache_online_args(const char *sub, int nargs, int argc, char **argv,
                              const char **control, const char **arg)
 {
     static const struct option longopts[] = {
         {"control", required_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -46,6 +54,8 @@ static int cache_online_args(const char *sub, int nargs, int argc, char **argv,
     while ((c = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
         if (c == 'c') {
             *control = optarg;
+        } else if (c == 'j') {
+            mgmt_set_json(true);
         } else if (c == 'h') {
             fputs(online_usage, stdout);
             return -1;
@@ -65,7 +75,8 @@ static int cache_online_args(const char *sub, int nargs, int argc, char **argv,
     return 0;
 }
 
-/* Send {"cmd":"cache","op":op, key:val} and print the reply's message. */
+/* Send {"cmd":"cache","op":op, key:val} and print the reply's message (--json: the reply
+ * with "op" and key: val added, on stdout). */
 static int cache_call(const char *sub, const char *control, const char *key, const char *val)
 {
     cJSON *req = cJSON_CreateObject();
@@ -82,6 +93,13 @@ static int cache_call(const char *sub, const char *control, const char *key, con
         return CLI_EXIT_FAIL;
     int r = mgmt_check(name, reply);
     const cJSON *m = cJSON_GetObjectItem(reply, "message");
+    if (!r && mgmt_json_on()) {
+        if (!cJSON_GetObjectItem(reply, "op"))
+            cJSON_AddStringToObject(reply, "op", sub);
+        if (key && !cJSON_GetObjectItem(reply, key))
+            cJSON_AddStringToObject(reply, key, val);
+        return cli_print_json(reply);
+    }
     if (!r && cJSON_IsString(m))
         fprintf(stderr, "raidkit %s: %s\n", name, m->valuestring);
     cJSON_Delete(reply);

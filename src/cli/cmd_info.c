@@ -25,7 +25,8 @@ static const char info_usage[] =
     "\n"
     "  -j, --json   print one JSON document (for scripts)\n"
     "  -t, --test   exit status = the array's state as the given members leave it: 0 healthy,\n"
-    "               3 degraded, 4 recovering (rebuild or resync pending), 5 failed\n"
+    "               3 degraded, 4 recovering (rebuild or resync pending, or not shut\n"
+    "               down cleanly), 5 failed\n"
     "  -h, --help   show this help\n";
 
 static const char *info_str(const cJSON *o, const char *k)
@@ -70,7 +71,10 @@ int cli_info_state(const cJSON *doc)
     g.chunk = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "chunk"));
     g.data_offset = (uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(a, "data_offset"));
     uint32_t alive = 0;
-    bool recovering = cJSON_IsTrue(cJSON_GetObjectItem(a, "resync_pending"));
+    /* Not shut down cleanly counts as recovering too: the next writable start replays the
+     * partial parity log and resyncs what the bitmap marks (or the whole array). */
+    bool recovering = cJSON_IsTrue(cJSON_GetObjectItem(a, "resync_pending")) ||
+                      cJSON_IsFalse(cJSON_GetObjectItem(a, "clean"));
     cJSON_ArrayForEach(s, cJSON_GetObjectItem(a, "slots"))
     {
         uint32_t slot = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItem(s, "slot"));

@@ -1,4 +1,5 @@
-/* Helpers of the management commands (cmd_manage.c) kept apart from it: which options each
+/* Helpers of the management commands (cmd_manage.c: status, fail; cmd_manage_jobs.c: replace,
+ * re-add, scrub; manage_ctl.c: the control-socket client) kept apart from them: which options each
  * command takes, the --test state of a status document (manage_report.c), and how a status
  * document is printed (manage_print.c). */
 #ifndef RK_CLI_MANAGE_H
@@ -9,7 +10,41 @@
 
 #include <cjson/cJSON.h>
 
+#include <sys/types.h>
+
+#include "cli/report.h"
 #include "raidkit/raid.h"
+
+/* Output choices of the running command (one command per process, set by mgmt_parse or
+ * mgmt_set_json): --json, and how a job reports progress (--progress / --no-progress). */
+extern bool mgmt_json;
+extern enum cli_progress_mode mgmt_progress;
+
+/* The options of the management commands (mgmt_parse). */
+struct mgmt_opts {
+    const char *control, *with;
+    int64_t slot;
+    uint64_t rate;
+    bool json, wait, repair, no_wait, test, degraded;
+};
+
+/* Parse argv of management command cmd (status, fail, replace, re-add, scrub) into *o, refusing
+ * options cmd does not take (mgmt_applies_to). 0 (optind at the first operand), -1 after
+ * printing usage for --help, or CLI_EXIT_USAGE after a one-line message. */
+int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv, struct mgmt_opts *o);
+
+/* The status document of the server at control socket path: *reply gets the reply (the
+ * caller frees it, also on failure), the result points into it ("status"), NULL after a
+ * message prefixed by cmd. */
+cJSON *mgmt_status(const char *cmd, const char *path, cJSON **reply);
+/* True when the served volume at path runs a resync now. */
+bool mgmt_resync_running(const char *path);
+/* Adaptive poll: sleep *us microseconds, then double it up to max_us. */
+void mgmt_backoff(useconds_t *us, useconds_t max_us);
+/* Poll the server at path until its job is no longer running (progress per mgmt_progress),
+ * print the final job line on stderr (--json: the job, or a scrub's last_scrub, on stdout).
+ * CLI_EXIT_OK, or CLI_EXIT_FAIL when the job failed or the server could not be asked. */
+int mgmt_wait_job(const char *cmd, const char *path);
 
 /* 0 when option c (its long name lname, NULL when given as a short option) applies to command
  * cmd (status, fail, replace, scrub; any other command takes every option), else

@@ -8,15 +8,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 
 #include "core/util.h"
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
 
+/* The smallest member create accepts: the metadata area it writes before the data (the data
+ * offset) plus one chunk of the smallest size, 4 KiB (docs/CLI.md "create"). */
+#define META_MEMBER_MIN (RK_SB_DATA_OFFSET + 4096u)
+
 int meta_read_sb(struct rk_dev *dev, struct rk_sb *sb, char *err, size_t errlen)
 {
     if (dev->size < RK_SB_SIZE) {
-        rk_set_err(err, errlen, "too small to hold a superblock (%" PRIu64 " bytes)", dev->size);
+        /* dev->size is rounded down to the block size: a regular file says its real size. */
+        struct stat st;
+        uint64_t real = dev->size;
+        if (stat(dev->name, &st) == 0 && S_ISREG(st.st_mode))
+            real = (uint64_t)st.st_size;
+        char have[32], sbneed[32], need[32];
+        rk_set_err(err, errlen,
+                   "too small for a raidkit member: %" PRIu64 " bytes (%s); the superblock "
+                   "alone needs %u bytes (%s), a member at least %u bytes (%s)",
+                   real, rk_format_size(real, have, sizeof(have)), RK_SB_SIZE,
+                   rk_format_size(RK_SB_SIZE, sbneed, sizeof(sbneed)), META_MEMBER_MIN,
+                   rk_format_size(META_MEMBER_MIN, need, sizeof(need)));
         return RK_SB_ENOTOURS;
     }
     /* Aligned for members opened with O_DIRECT. */

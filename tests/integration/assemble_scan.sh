@@ -120,7 +120,7 @@ rk_stop
 
 # The systemd units: verify them, then run the service's ExecStart as systemd would, under
 # socket activation (systemd-socket-activate) with a NOTIFY_SOCKET listener, and SIGTERM it.
-unit=$RAIDKIT_BUILD_DIR/systemd/raidkit@.service
+unit=$RAIDKIT_BUILD_DIR/systemd/raidkit@.service.in # ExecStart's %BINDIR% is filled in at install
 [ -f "$unit" ] || rk_fail "no $unit built"
 if command -v systemd-analyze >/dev/null; then
     sed "s|^ExecStart=[^ ]*|ExecStart=$RAIDKIT|" "$unit" >"$T/raidkit@alpha.service"

@@ -37,9 +37,14 @@ if [ -e "$RAIDKIT_BUILD_DIR/plugin/nbdkit-raidkit-plugin.so" ]; then
         fail "nbdkit-raidkit-plugin.so not installed in $libdir/nbdkit/plugins"
 fi
 for u in raidkit@.service raidkit@.socket; do
-    [ ! -e "$RAIDKIT_SOURCE_DIR/systemd/$u" ] || [ -e "$root/lib/systemd/system/$u" ] ||
-        fail "$u not installed"
+    [ ! -e "$RAIDKIT_SOURCE_DIR/systemd/$u" ] && [ ! -e "$RAIDKIT_SOURCE_DIR/systemd/$u.in" ] ||
+        [ -e "$root/lib/systemd/system/$u" ] || fail "$u not installed"
 done
+# The unit runs the binary of the prefix installed to (/usr here), not of the configured one.
+if [ -e "$root/lib/systemd/system/raidkit@.service" ]; then
+    grep -q '^ExecStart=/usr/bin/raidkit serve ' "$root/lib/systemd/system/raidkit@.service" ||
+        fail "raidkit@.service ExecStart is not /usr/bin/raidkit: $(grep ExecStart "$root/lib/systemd/system/raidkit@.service")"
+fi
 
 # 2. The example program built against the staged raidkit.pc only (with the sanitizers when the
 # library was built with them: make check-asan).
@@ -71,4 +76,7 @@ make -s -C "$RAIDKIT_SOURCE_DIR" install-only BUILD="$RAIDKIT_BUILD_DIR" PREFIX=
 [ -x "$work/prefix/bin/raidkit" ] || fail "make install PREFIX: no bin/raidkit"
 pc=$(find "$work/prefix" -name raidkit.pc | head -1)
 grep -q "^prefix=$work/prefix\$" "$pc" || fail "make install PREFIX: raidkit.pc prefix"
+unit=$work/prefix/lib/systemd/system/raidkit@.service
+[ ! -e "$unit" ] || grep -q "^ExecStart=$work/prefix/bin/raidkit serve " "$unit" ||
+    fail "make install PREFIX: the unit's ExecStart is not PREFIX/bin/raidkit: $(grep ExecStart "$unit")"
 echo "PASS: staged install, SONAME $soname, example via pkg-config"
