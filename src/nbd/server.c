@@ -144,6 +144,19 @@ static void nbd_accept_one(struct rk_nbd_server *srv)
     nbd_conn_start(srv, fd);
 }
 
+/* Send buffer asked for on every connection, in bytes (the kernel doubles it and caps it at
+ * net.core.wmem_max), from RAIDKIT_NBD_SNDBUF=N (at most 64 MiB): so that a 1 MiB read reply
+ * can go on the socket whole instead of draining through the 208 KiB default. Unset or 0: the
+ * kernel's default (bench/RESULTS.md "NBD under contention": not measured faster yet). */
+static int nbd_sndbuf_bytes(void)
+{
+    const char *e = getenv("RAIDKIT_NBD_SNDBUF");
+    if (!e || !*e)
+        return 0;
+    long v = strtol(e, NULL, 10);
+    return v < 0 ? 0 : v > (64L << 20) ? 64 << 20 : (int)v;
+}
+
 /* Start the reader thread of the connected socket fd (owned from here on). */
 static void nbd_conn_start(struct rk_nbd_server *srv, int fd)
 {
@@ -151,6 +164,9 @@ static void nbd_conn_start(struct rk_nbd_server *srv, int fd)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     }
+    int sndbuf = nbd_sndbuf_bytes();
+    if (sndbuf > 0) /* best effort: the default buffer still works */
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
     struct nbd_conn *c = calloc(1, sizeof(*c));
     if (!c) {
         nbd_refuse(srv, NBD_REFUSE_FDS);
