@@ -15,7 +15,7 @@
 # Environment: RUNTIME [15] s  QD [32]  WSET [128M]  CACHE_SIZE [384M]  WARM [60] s
 #              CACHE_DIR [/var/tmp] (the "local SSD")  WORK_DIR [/tmp] (the OSD's file)
 #              CEPH_OBJECTSTORE [bluestore] (memstore: the OSD keeps objects in memory)
-#              WAIT_QUIET [0] s  QUIET_LOAD [2]
+#              WAIT_QUIET [0] s  QUIET_LOAD [2]  PREFILL [1] (0: the cache file stays sparse)
 set -u
 . "$(dirname "$0")/lib.sh"
 bench_binary "$@"
@@ -83,6 +83,12 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 run rbd "$R"
 RW=$W_IOPS RR=$R_IOPS
 truncate -s "$CACHE_SIZE" "$CACHE_FILE"
+# Every byte of the cache file written once (PREFILL=1, the default): a cache write then
+# overwrites allocated blocks as on an SSD partition, instead of an allocating O_DIRECT write
+# (ext4: exclusive inode lock and an extent conversion per new block; bench/RESULTS.md
+# "Writeback cache over a local file vs raw fio").
+[ "${PREFILL:-1}" = 1 ] && fio --name=fill --filename="$CACHE_FILE" --rw=write --bs=1M \
+    --size="$CACHE_SIZE" --direct=1 --ioengine=libaio --iodepth=4 >/dev/null 2>&1
 "$RK" cache create --force --mode writeback --block 4K "$CACHE_FILE" "$R" >/dev/null 2>&1 ||
     { echo "cache create failed" >&2; exit 1; }
 run cache --cache "$CACHE_FILE" "$R"

@@ -286,26 +286,19 @@ static int file_flush(struct rk_dev *dev)
 static int file_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
 {
     struct file_priv *p = dev->priv;
-    int r;
     if (p->read_only)
         return -EPERM;
+    int r;
     if (p->is_blk) {
         uint64_t range[2] = {off, len};
-        r = ioctl(p->fd, BLKDISCARD, range);
+        r = ioctl(p->fd, BLKDISCARD, range) ? -errno : 0;
+    } else if (p->mapped) {
+        r = file_mmap_discard(p, len, off);
     } else {
-        if (p->mapped)
-            file_mmap_punch_begin(p, len, off);
-        r = fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
-        if (r < 0)
-            r = -errno;
-        if (p->mapped)
-            file_mmap_punch_end(p);
-        if (r < 0)
-            errno = -r;
+        r = fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len)
+                ? -errno
+                : 0;
     }
-    if (r == 0)
-        return 0;
-    r = -errno;
     /* Discard is advisory: a member that cannot do it keeps its old data. */
     if (r == -EOPNOTSUPP || r == -ENOTTY || r == -ENOSYS)
         return 0;
@@ -324,25 +317,8 @@ static void file_zero_init(void)
         memset(file_zero_buf, 0, file_zero_len);
 }
 
-static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off,
-                                    uint32_t flags);
-
-static int file_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
-{
-    struct file_priv *p = dev->priv;
-    if (p->read_only)
-        return -EPERM;
-    if (!p->mapped)
-        return file_write_zeroes_locked(p, len, off, flags);
-    file_mmap_punch_begin(p, len, off);
-    int r = file_write_zeroes_locked(p, len, off, flags);
-    file_mmap_punch_end(p);
-    return r;
-}
-
-/* Zero [off, off+len) of p's file: punch (unless RK_ZERO_NO_HOLE), ZERO_RANGE, else write a
- * zero buffer; a FUA flag makes it durable. On a mapped member the caller holds the punch. */
-static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags)
+/* Zero [off, off+len) of p's file (file_int.h). */
+int file_zero_range(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags)
 {
     int r = -EOPNOTSUPP;
     /* Punching a hole both zeroes and frees space; ZERO_RANGE keeps the blocks allocated. */
@@ -367,6 +343,15 @@ static int file_write_zeroes_locked(struct file_priv *p, uint64_t len, uint64_t 
     if (flags & RK_WRITE_FUA)
         r = file_datasync(p);
     return r;
+}
+
+static int file_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t flags)
+{
+    struct file_priv *p = dev->priv;
+    if (p->read_only)
+        return -EPERM;
+    return p->mapped ? file_mmap_write_zeroes(p, len, off, flags)
+                     : file_zero_range(p, len, off, flags);
 }
 
 /* Asynchronous start: data and flushes go through the ring; the rare discard and zeroing
@@ -548,19 +533,6 @@ static bool file_inline_wanted(int fd, bool direct)
     if (fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC))
         return true;
     return !direct;
-}
-
-/* Does a member get memcpy I/O through a shared mapping (file_mmap.c)? A writable regular
- * file on tmpfs or ramfs, unless RAIDKIT_MEMBER_IO names another path (=inline: pread/pwrite
- * in the submitter's thread, the path before mappings; measurements, tests). */
-static bool file_mmap_wanted(int fd, const struct stat *st, uint32_t flags)
-{
-    const char *env = getenv("RAIDKIT_MEMBER_IO");
-    if ((env && *env && strcmp(env, "mmap")) || (flags & RK_FILE_READ_ONLY) ||
-        !S_ISREG(st->st_mode))
-        return false;
-    struct statfs sf;
-    return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }
 
 /* May rk_io_run rounds use the per-thread rings (file_local.c)? Yes unless

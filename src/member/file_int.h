@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "raidkit/device.h"
 
@@ -75,11 +76,23 @@ void file_mmap_teardown(struct file_priv *p);
  * mapping). */
 int file_mmap_io(struct file_priv *p, bool write, void *buf, uint64_t len, uint64_t off);
 
-/* Around a hole punch of [off, off+len) on a mapped member (discard, write-zeroes): begin waits
- * for the writes by memcpy in flight, holds off new ones and forgets the whole pages of the
- * range; end lets writes go on. */
-void file_mmap_punch_begin(struct file_priv *p, uint64_t len, uint64_t off);
-void file_mmap_punch_end(struct file_priv *p);
+/* Does the member opened as fd (st: its fstat, flags: RK_FILE_* of rk_file_open) get memcpy
+ * I/O through a shared mapping? A writable regular file on tmpfs or ramfs, unless env
+ * RAIDKIT_MEMBER_IO names another path than `mmap`. */
+bool file_mmap_wanted(int fd, const struct stat *st, uint32_t flags);
+
+/* Discard / write-zeroes of [off, off+len) (bytes, any alignment) on a mapped member: the hole
+ * punch excludes the writes by memcpy in flight and forgets the whole pages of the range (the
+ * kernel keeps a partial page, zeroed in place). discard: fallocate PUNCH_HOLE, 0 or -errno.
+ * write_zeroes: file_zero_range under the same exclusion, its result. */
+int file_mmap_discard(struct file_priv *p, uint64_t len, uint64_t off);
+int file_mmap_write_zeroes(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags);
+
+/* Zero [off, off+len) of p's file: punch a hole (unless RK_ZERO_NO_HOLE in flags), else
+ * FALLOC_FL_ZERO_RANGE, else write a shared zero buffer with pwrite; RK_WRITE_FUA makes it
+ * durable (fdatasync). No mapping exclusion: on a mapped member call file_mmap_write_zeroes.
+ * Returns 0, -ENOMEM (no zero buffer) or -errno of the write / fdatasync. */
+int file_zero_range(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags);
 
 /* rk_dev_ops.start_local / wait_local of file members (include/raidkit/device.h): io on the
  * calling thread's own ring, submitted and reaped by that thread (file_local.c); wait with

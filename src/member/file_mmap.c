@@ -3,11 +3,17 @@
  * with no system call, page-cache lookup or inode lock (docs/ARCHITECTURE.md "Which mechanism
  * per member"; measured in bench/RESULTS.md "Memory-mapped tmpfs members"). */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
+#include "raidkit/member.h"
 #include "core/util.h"
 #include "member/file_int.h"
 
@@ -20,7 +26,7 @@
  * pread/pwrite (which allocate or fail with -ENOSPC) and then sets the bits of the pages a
  * successful write covered. The bits start from SEEK_DATA/SEEK_HOLE at open; discard and
  * write-zeroes clear the bits of every whole page they may free before they punch
- * (file_mmap_punch_begin), under the write side of `punch`, while memcpy writers hold its read
+ * (mmap_punch_begin), under the write side of `punch`, while memcpy writers hold its read
  * side, so no copy can run into a page being freed. Reads of holes also take pread (a read
  * fault on a hole of a shared tmpfs mapping would allocate the page).
  *
@@ -152,7 +158,9 @@ int file_mmap_io(struct file_priv *p, bool write, void *buf, uint64_t len, uint6
     return r;
 }
 
-void file_mmap_punch_begin(struct file_priv *p, uint64_t len, uint64_t off)
+/* Around a hole punch of [off, off+len): begin waits for the writes by memcpy in flight, holds
+ * off new ones and forgets the whole pages of the range; end lets writes go on. */
+static void mmap_punch_begin(struct file_priv *p, uint64_t len, uint64_t off)
 {
     struct file_mmap *m = &p->mm;
     pthread_rwlock_wrlock(&m->punch);
@@ -167,7 +175,38 @@ void file_mmap_punch_begin(struct file_priv *p, uint64_t len, uint64_t off)
         mmap_mark(m, first, end - 1, false);
 }
 
-void file_mmap_punch_end(struct file_priv *p)
+static void mmap_punch_end(struct file_priv *p)
 {
     pthread_rwlock_unlock(&p->mm.punch);
+}
+
+int file_mmap_discard(struct file_priv *p, uint64_t len, uint64_t off)
+{
+    mmap_punch_begin(p, len, off);
+    int r = fallocate(p->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len)
+                ? -errno
+                : 0;
+    mmap_punch_end(p);
+    return r;
+}
+
+int file_mmap_write_zeroes(struct file_priv *p, uint64_t len, uint64_t off, uint32_t flags)
+{
+    mmap_punch_begin(p, len, off);
+    int r = file_zero_range(p, len, off, flags);
+    mmap_punch_end(p);
+    return r;
+}
+
+/* Does a member get memcpy I/O through a shared mapping? A writable regular file on tmpfs or
+ * ramfs, unless RAIDKIT_MEMBER_IO names another path (=inline: pread/pwrite in the submitter's
+ * thread, the path before mappings; measurements, tests). */
+bool file_mmap_wanted(int fd, const struct stat *st, uint32_t flags)
+{
+    const char *env = getenv("RAIDKIT_MEMBER_IO");
+    if ((env && *env && strcmp(env, "mmap")) || (flags & RK_FILE_READ_ONLY) ||
+        !S_ISREG(st->st_mode))
+        return false;
+    struct statfs sf;
+    return fstatfs(fd, &sf) == 0 && (sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
 }

@@ -12,18 +12,11 @@ rk_init
 [ -c /dev/fuse ] || rk_skip "/dev/fuse missing (no FUSE in this kernel/container)"
 rk_need fio fusermount3
 "$RAIDKIT" fuse --help >/dev/null 2>&1 || rk_skip "raidkit was built without libfuse3"
-"$RAIDKIT" info "nbd+unix:///?socket=$T/none" 2>&1 | grep -q "built without libnbd" &&
-    rk_skip "raidkit was built without libnbd (libnbd-dev)"
+rm_need_nbd
 FZ_PID=""
 trap 'rc=$?; [ -n "$FZ_PID" ] && kill "$FZ_PID" 2>/dev/null; mountpoint -q "$T/vol" && fusermount3 -u "$T/vol"; rm_cleanup; (exit $rc); rk_cleanup' EXIT
-export RAIDKIT_NBD_RECONNECT_MS=300 RAIDKIT_NBD_RECONNECT_MAX_MS=1000
 
-truncate -s 64M "$T/local" "$T/rfile"
-rk_create --level linear "$T/rfile"
-P=$(rm_port)
-rm_raidkit inner "$P" "$T/rfile"
-U="nbd://127.0.0.1:$P/"
-rk_create --level raid1 "$T/local" "$U"
+rm_raid1_setup
 SIZE=$(rk_array_size "$T/local" "$U")
 CTL="$T/ctl.sock"
 touch "$T/vol"

@@ -104,3 +104,25 @@ rm_fio_wait()
 
 # rm_resynced SLOT: bytes the slot's last automatic re-add resynced (status reconnect object).
 rm_resynced() { mg_q "$(rm_slot "$1")['reconnect'].get('resynced_bytes', -1)"; }
+
+# rm_need_nbd: skip (77) when raidkit was built without libnbd.
+rm_need_nbd()
+{
+    "$RAIDKIT" info "nbd+unix:///?socket=$T/none" 2>&1 | grep -q "built without libnbd" &&
+        rk_skip "raidkit was built without libnbd (libnbd-dev)"
+    return 0
+}
+
+# rm_raid1_setup: the raid1 of the reconnect tests: a 64 MiB local file $T/local and an NBD
+# member U=nbd://127.0.0.1:P/ (server `inner`: another `raidkit serve` of a linear array over the
+# 64 MiB file $T/rfile), created (not served); a fast reconnect backoff (300 ms to 1 s) exported.
+rm_raid1_setup()
+{
+    export RAIDKIT_NBD_RECONNECT_MS=300 RAIDKIT_NBD_RECONNECT_MAX_MS=1000
+    truncate -s 64M "$T/local" "$T/rfile"
+    rk_create --level linear "$T/rfile"
+    P=$(rm_port)
+    rm_raidkit inner "$P" "$T/rfile"
+    U="nbd://127.0.0.1:$P/"
+    rk_create --level raid1 "$T/local" "$U"
+}

@@ -108,7 +108,10 @@ nbdkit_start "$T/nk5.sock" file "$T/remote5"
 U5="nbd+unix:///?socket=$T/nk5.sock"
 rk_create --level raid1 "$T/local5" "$U5"
 CTL="$T/ctl5.sock"
-rk_serve --control "$CTL" "$T/local5" "$U5"
+# This case is the manual re-add: the server's own watcher (volume_remote.c, first retry after
+# 1 s by default) would race it, so its first retry is put off past the test.
+RAIDKIT_NBD_RECONNECT_MS=600000 RAIDKIT_NBD_RECONNECT_MAX_MS=600000 \
+    rk_serve --control "$CTL" "$T/local5" "$U5"
 rk_fio w1 --rw=write --bs=64k --size=32M --verify=crc32c --do_verify=0
 nbdkit_kill
 rm -f "$T/nk5.sock"

@@ -12,8 +12,7 @@
 . "$RAIDKIT_SOURCE_DIR/tests/integration/remote_lib.bash"
 rk_init
 rk_need fio nbdkit
-"$RAIDKIT" info "nbd+unix:///?socket=$T/none" 2>&1 | grep -q "built without libnbd" &&
-    rk_skip "raidkit was built without libnbd (libnbd-dev)"
+rm_need_nbd
 trap 'rc=$?; rm_cleanup; (exit $rc); rk_cleanup' EXIT
 export RAIDKIT_NBD_RECONNECT_MS=300 RAIDKIT_NBD_RECONNECT_MAX_MS=1000
 

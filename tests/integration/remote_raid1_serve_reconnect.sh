@@ -11,17 +11,10 @@
 . "$RAIDKIT_SOURCE_DIR/tests/integration/remote_lib.bash"
 rk_init
 rk_need fio
-"$RAIDKIT" info "nbd+unix:///?socket=$T/none" 2>&1 | grep -q "built without libnbd" &&
-    rk_skip "raidkit was built without libnbd (libnbd-dev)"
+rm_need_nbd
 trap 'rc=$?; rm_cleanup; (exit $rc); rk_cleanup' EXIT
-export RAIDKIT_NBD_RECONNECT_MS=300 RAIDKIT_NBD_RECONNECT_MAX_MS=1000
 
-truncate -s 64M "$T/local" "$T/rfile"
-rk_create --level linear "$T/rfile"
-P=$(rm_port)
-rm_raidkit inner "$P" "$T/rfile"
-U="nbd://127.0.0.1:$P/"
-rk_create --level raid1 "$T/local" "$U"
+rm_raid1_setup
 CTL="$T/ctl.sock"
 rk_serve --control "$CTL" "$T/local" "$U"
 mg_status
