@@ -28,17 +28,17 @@ struct sim_slot {
 struct sim {
     const struct run_sim_in *in;
     struct emul_model *m;
-    struct emul_hq *hq;  /* HDD: one command queue per member */
-    uint64_t now;        /* HDD: the event time being handled */
-    uint64_t span;       /* HDD: bytes of each member covered */
+    struct emul_hq *hq;               /* HDD: one command queue per member */
+    uint64_t now;                     /* HDD: the event time being handled */
+    uint64_t span;                    /* HDD: bytes of each member covered */
     uint64_t next[2][RK_MAX_MEMBERS]; /* HDD sequential: next offset per direction, member */
     struct sim_slot *slot;
     int depth, n;
     double rw[RK_MAX_MEMBERS], ww[RK_MAX_MEMBERS]; /* member shares of reads / writes */
     double rpr, wpr;                               /* reads / writes per client request */
-    double rfrac;          /* mixed job: share of client requests that are reads (0: not mixed) */
-    double mrr, mwr, mww;  /* mixed: reads per client read; reads, writes per client write */
-    uint64_t rlen, wlen;                           /* bytes per member read / write */
+    double rfrac;         /* mixed job: share of client requests that are reads (0: not mixed) */
+    double mrr, mwr, mww; /* mixed: reads per client read; reads, writes per client write */
+    uint64_t rlen, wlen;  /* bytes per member read / write */
     uint64_t rng;
     uint32_t rr; /* round robin of ties between copies */
 };
@@ -389,7 +389,8 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
                      const struct run_counts *b)
 {
     const struct rk_emul_params *p = in->p;
-    if (!p || (p->kind != RK_EMUL_SSD && p->kind != RK_EMUL_HDD) || b->bytes <= a->bytes || b->ops <= a->ops || b->n < 1)
+    if (!p || (p->kind != RK_EMUL_SSD && p->kind != RK_EMUL_HDD) || b->bytes <= a->bytes ||
+        b->ops <= a->ops || b->n < 1)
         return 0;
     struct sim s = {.in = in, .n = b->n, .rng = in->seed ? in->seed : 1};
     double nr = 0, nw = 0, rb = 0, wb = 0, ops = (double)(b->ops - a->ops);
