@@ -4,6 +4,9 @@
 # iodepth 32) over bench/profiles/throttled-ssd.ini, whose rate gates bind far below this host's
 # fio + NBD path, and check every row: |measured / model - 1| <= 10%.
 #   bench/model-validate.sh RAIDKIT [CONFIGS] [OUTDIR]      (CONFIGS default single,raid0,...,raid6)
+# Environment: SUITE (default bench/suites/validate.ini; bench/suites/validate-mixed.ini holds the
+# sequential and mixed read/write jobs), PROFILE (default bench/profiles/throttled-ssd.ini;
+# bench/profiles/hdd-7200.ini validates the HDD simulation).
 # A row above the bound fails at once (the host can only slow the emulation down, never speed it
 # up); a row below it is measured once more (a starved host wakes the emulation's callers late)
 # and fails if it is still below. A row whose noop ceiling is under 2x its model figure is not
@@ -18,7 +21,7 @@ mkdir -p "$OUT" || exit 2
 PY=/usr/bin/python3
 export RAIDKIT_SOURCE_DIR=$SRC
 bench() { # bench CONFIGS DIR
-    "$RAIDKIT" bench --suite "$SRC/bench/suites/validate.ini" --model "$SRC/bench/profiles/throttled-ssd.ini" \
+    "$RAIDKIT" bench --suite "${SUITE:-$SRC/bench/suites/validate.ini}" --model "${PROFILE:-$SRC/bench/profiles/throttled-ssd.ini}" \
         --configs "$1" --trials 1 --format json,text --out "$2" >"$2.stdout" 2>"$2.stderr" || {
         echo "model-validate: raidkit bench exited $? ($2.stderr):" >&2
         tail -5 "$2.stderr" >&2

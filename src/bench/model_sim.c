@@ -22,16 +22,23 @@ struct sim_slot {
     int nops;   /* member operations in flight */
     int mem[2 * RK_MAX_MEMBERS];
     uint64_t done[2 * RK_MAX_MEMBERS];
+    bool ready; /* HDD: the phase has ended (at t); the slot moves on */
 };
 
 struct sim {
     const struct run_sim_in *in;
     struct emul_model *m;
+    struct emul_hq *hq;               /* HDD: one command queue per member */
+    uint64_t now;                     /* HDD: the event time being handled */
+    uint64_t span;                    /* HDD: bytes of each member covered */
+    uint64_t next[2][RK_MAX_MEMBERS]; /* HDD sequential: next offset per direction, member */
     struct sim_slot *slot;
     int depth, n;
     double rw[RK_MAX_MEMBERS], ww[RK_MAX_MEMBERS]; /* member shares of reads / writes */
     double rpr, wpr;                               /* reads / writes per client request */
-    uint64_t rlen, wlen;                           /* bytes per member read / write */
+    double rfrac;         /* mixed job: share of client requests that are reads (0: not mixed) */
+    double mrr, mwr, mww; /* mixed: reads per client read; reads, writes per client write */
+    uint64_t rlen, wlen;  /* bytes per member read / write */
     uint64_t rng;
     uint32_t rr; /* round robin of ties between copies */
 };
@@ -101,6 +108,24 @@ static int sim_count(struct sim *s, double x)
     return k + (sim_unit(s) < x - k);
 }
 
+/* Member reads (*nr) and writes (*nw) of the next client request. A pure job: each drawn around
+ * the trial's per-request means. A mixed job (rfrac in (0,1)): the request is a read with
+ * probability rfrac (its reads only), else a write (read-modify-write reads, then writes), so a
+ * request never makes neither. */
+static void sim_plan(struct sim *s, int *nr, int *nw)
+{
+    if (s->rfrac > 0 && s->rfrac < 1) {
+        bool rd = sim_unit(s) < s->rfrac;
+        *nr = sim_count(s, rd ? s->mrr : s->mwr);
+        *nw = rd ? 0 : sim_count(s, s->mww);
+        if (*nr + *nw == 0)
+            *nr = rd; /* a write whose writes rounded away still is one request */
+        return;
+    }
+    *nr = sim_count(s, s->rpr);
+    *nw = sim_count(s, s->wpr);
+}
+
 /* Read members of one client read of a mirrored level: the least busy copy (ties round robin),
  * as src/raid/copies_rw.c picks; raid1 = any member, raid10 near 2 = the pair of a random
  * chunk. Returns -1 when the level has no copies to choose from. */
@@ -160,7 +185,8 @@ static bool sim_step(struct sim *s, struct sim_slot *sl)
         sl->nops = 0;
         return true;
     }
-    int nr = sim_count(s, s->rpr), nw = sim_count(s, s->wpr), k = 0;
+    int nr, nw, k = 0;
+    sim_plan(s, &nr, &nw);
     if (nr == 1 && nw == 0 && (k = sim_mirror_read(s, sl->t)) >= 0) {
         mem[0] = k;
         k = 1;
@@ -198,11 +224,173 @@ static double sim_loop(struct sim *s, double req_bytes)
     }
 }
 
+/* ---- HDD: the same closed loop through the emul member's command queue, event by event ---- */
+
+/* Completion of one member operation of slot ctx at s->now (the queue calls this). */
+static void sim_hdd_done(void *arg, void *ctx)
+{
+    struct sim *s = arg;
+    struct sim_slot *sl = ctx;
+    if (--sl->nops <= 0) {
+        sl->nops = 0;
+        sl->ready = true;
+        sl->t = s->now;
+    }
+}
+
+/* Offset of the next operation of len bytes in direction dir on member mem: sequential
+ * (continuing the member's last one of that direction, as fio keeps one position per direction
+ * and a read-modify-write rewrites what it read; wrapping at the span) or uniformly random,
+ * aligned to len. */
+static uint64_t sim_hdd_off(struct sim *s, int mem, int dir, uint64_t len)
+{
+    uint64_t blocks = len ? s->span / len : 0;
+    if (blocks < 1)
+        return 0;
+    if (s->in->seq) {
+        /* a mirror's copies share one stream (each copy sees the others' parts as gaps) */
+        int cur = s->in->level == RK_LEVEL_RAID1 ? 0 : mem;
+        uint64_t off = s->next[dir][cur];
+        if (off + len > blocks * len)
+            off = 0;
+        s->next[dir][cur] = off + len;
+        return off;
+    }
+    return (sim_rand(s) % blocks) * len;
+}
+
+/* Queue cnt operations of direction dir on members mem[] for slot sl at s->now. */
+static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, int cnt, int dir)
+{
+    sl->nops = cnt;
+    sl->ready = cnt == 0;
+    sl->t = s->now;
+    for (int o = 0; o < cnt; o++) {
+        uint64_t len = dir == EMUL_DIR_READ ? s->rlen : s->wlen;
+        struct emul_hreq r = {.off = sim_hdd_off(s, mem[o], dir, len),
+                              .len = len,
+                              .dir = (uint8_t)dir,
+                              .kind = EMUL_H_IO};
+        if (emul_hq_add(&s->m[mem[o]], &s->hq[mem[o]], &r, false, sl, s->now, sim_hdd_done, s))
+            sim_hdd_done(s, sl); /* queue full (never at fio's depths): counted as done */
+    }
+}
+
+/* The least loaded copy of a mirrored level's single read (queued + under the head), ties
+ * round robin; -1 when the level has no copies. */
+static int sim_hdd_mirror(struct sim *s)
+{
+    int lo = 0, cnt = 0;
+    if (s->in->level == RK_LEVEL_RAID1) {
+        cnt = s->n;
+    } else if (s->in->level == RK_LEVEL_RAID10 && s->n % 2 == 0) {
+        lo = (int)(sim_rand(s) % (uint64_t)(s->n / 2)) * 2;
+        cnt = 2;
+    } else {
+        return -1;
+    }
+    uint32_t start = s->rr++;
+    int best = -1, bl = 0;
+    for (int i = 0; i < cnt; i++) {
+        int mem = lo + (int)((start + (uint32_t)i) % (uint32_t)cnt);
+        int b = s->hq[mem].n + s->hq[mem].busy;
+        if (best < 0 || b < bl) {
+            best = mem;
+            bl = b;
+        }
+    }
+    return best;
+}
+
+/* Slot sl's phase ended at s->now: its writes after its reads, or a new request. Returns whether
+ * a request ended. */
+static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
+{
+    int mem[2 * RK_MAX_MEMBERS];
+    sl->ready = false;
+    if (sl->phase == 1 && sl->nw > 0) {
+        sl->phase = 2;
+        sim_hdd_submit(s, sl, mem, sim_draw(s, s->ww, sl->nw, mem), EMUL_DIR_WRITE);
+        return false;
+    }
+    bool ended = sl->phase != 0;
+    int nr, nw, k;
+    sim_plan(s, &nr, &nw);
+    if (nr == 1 && nw == 0 && (k = sim_hdd_mirror(s)) >= 0) {
+        mem[0] = k;
+        k = 1;
+    } else {
+        k = sim_draw(s, s->rw, nr, mem);
+    }
+    sl->nw = nw;
+    sl->phase = 1;
+    sim_hdd_submit(s, sl, mem, k, EMUL_DIR_READ);
+    return ended;
+}
+
+/* Events in time order: a slot whose phase ended moves on; else the member whose head finishes
+ * first completes its command (and starts the next). */
+static double sim_hdd_loop(struct sim *s, double req_bytes)
+{
+    uint32_t finished = 0;
+    uint64_t t_open = 0;
+    for (int i = 0; i < s->depth; i++)
+        s->slot[i].ready = true;
+    for (;;) {
+        int ks = -1, km = -1;
+        uint64_t t = UINT64_MAX;
+        for (int i = 0; i < s->depth; i++)
+            if (s->slot[i].ready && s->slot[i].t < t) {
+                t = s->slot[i].t;
+                ks = i;
+            }
+        for (int i = 0; i < s->n; i++)
+            if (s->hq[i].busy && s->hq[i].busy_until < t) {
+                t = s->hq[i].busy_until;
+                km = i;
+                ks = -1;
+            }
+        if (ks < 0 && km < 0)
+            return 0; /* nothing in flight: a model that never completes */
+        s->now = t;
+        if (km >= 0) {
+            emul_hq_advance(&s->m[km], &s->hq[km], t, sim_hdd_done, s);
+            continue;
+        }
+        if (!sim_hdd_step(s, &s->slot[ks]))
+            continue;
+        if (++finished == SIM_WARM)
+            t_open = t;
+        if (finished == SIM_WARM + SIM_MEASURED) {
+            double secs = (double)(t - t_open) / 1e9;
+            return secs > 0 ? req_bytes * SIM_MEASURED / secs / 1e6 : 0;
+        }
+    }
+}
+
+/* Bytes of each member a job over span array bytes covers: the level's data members share it
+ * (a mirror's every copy holds all of it). */
+static uint64_t sim_hdd_span(const struct run_sim_in *in, int n, uint64_t cap)
+{
+    int data = n;
+    if (in->level == RK_LEVEL_RAID1)
+        data = 1;
+    else if (in->level == RK_LEVEL_RAID10)
+        data = n / 2 > 0 ? n / 2 : 1;
+    else if (in->level == RK_LEVEL_RAID5)
+        data = n > 1 ? n - 1 : 1;
+    else if (in->level == RK_LEVEL_RAID6)
+        data = n > 2 ? n - 2 : 1;
+    uint64_t span = in->span ? in->span / (uint64_t)data : cap;
+    return span < cap ? span : cap;
+}
+
 double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
                      const struct run_counts *b)
 {
     const struct rk_emul_params *p = in->p;
-    if (!p || p->kind != RK_EMUL_SSD || b->bytes <= a->bytes || b->ops <= a->ops || b->n < 1)
+    if (!p || (p->kind != RK_EMUL_SSD && p->kind != RK_EMUL_HDD) || b->bytes <= a->bytes ||
+        b->ops <= a->ops || b->n < 1)
         return 0;
     struct sim s = {.in = in, .n = b->n, .rng = in->seed ? in->seed : 1};
     double nr = 0, nw = 0, rb = 0, wb = 0, ops = (double)(b->ops - a->ops);
@@ -220,17 +408,31 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
     s.wpr = nw / ops;
     s.rlen = nr > 0 ? (uint64_t)(rb / nr) : 0;
     s.wlen = nw > 0 ? (uint64_t)(wb / nw) : 0;
+    double req = (double)(b->bytes - a->bytes) / ops;
+    s.rfrac = in->rfrac;
+    if (s.rfrac > 0 && s.rfrac < 1) { /* mixed: client reads take their own bytes' reads */
+        double creads = ops * s.rfrac, cwrites = ops - creads;
+        double per = s.rlen ? fmax(1, req / (double)s.rlen) : 0;
+        s.mrr = fmin(per, nr / creads);
+        s.mwr = (nr - s.mrr * creads) / cwrites;
+        s.mww = nw / cwrites;
+    }
     s.depth = in->iodepth < 1 ? 1 : in->iodepth > SIM_MAX_DEPTH ? SIM_MAX_DEPTH : in->iodepth;
     s.m = calloc((size_t)s.n, sizeof(*s.m));
     s.slot = calloc((size_t)s.depth, sizeof(*s.slot));
+    bool hdd = p->kind == RK_EMUL_HDD;
+    uint64_t cap = p->capacity ? p->capacity : 1ull << 30;
+    s.hq = hdd ? calloc((size_t)s.n, sizeof(*s.hq)) : NULL;
+    s.span = sim_hdd_span(in, s.n, cap);
     double mbs = 0;
-    if (s.m && s.slot) {
+    if (s.m && s.slot && (s.hq || !hdd)) {
         bool ok = true;
         for (int i = 0; i < s.n && ok; i++)
-            ok = emul_model_init(&s.m[i], p, p->capacity ? p->capacity : 1ull << 30) == 0;
+            ok = emul_model_init(&s.m[i], p, cap) == 0;
         if (ok)
-            mbs = sim_loop(&s, (double)(b->bytes - a->bytes) / ops);
+            mbs = hdd ? sim_hdd_loop(&s, req) : sim_loop(&s, req);
     }
+    free(s.hq);
     free(s.m);
     free(s.slot);
     return mbs;

@@ -226,8 +226,14 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
                 break;
             }
             double model = run_model_mbs(x, &k0, &k1);
-            if (model > 0) { /* the prediction: the model's simulated closed loop */
-                struct run_sim_in in = {.p = &x->emul, .level = bc->level, .iodepth = job->iodepth};
+            bool hdd = x->have_emul && x->emul.kind == RK_EMUL_HDD; /* no closed form */
+            if (model > 0 || hdd) { /* the prediction: the model's simulated closed loop */
+                struct run_sim_in in = {.p = &x->emul,
+                                        .level = bc->level,
+                                        .iodepth = job->iodepth,
+                                        .span = job->size,
+                                        .seq = strstr(job->rw, "rand") == NULL,
+                                        .rfrac = rd + wr > 0 ? rd / (rd + wr) : 0};
                 double sim = run_model_sim(&in, &k0, &k1);
                 model = sim > 0 ? sim : model;
             }

@@ -129,13 +129,21 @@ int run_fio(struct run_ctx *x, const struct bench_job *j, const struct run_targe
  * HDD, no I/O). */
 double run_model_mbs(const struct run_ctx *x, const struct run_counts *a,
                      const struct run_counts *b);
-/* What run_model_sim simulates: the SSD profile, the array's level (enum rk_level), fio's
- * iodepth (requests always outstanding, 1..256) and the PRNG seed (0 = 1). */
+/* What run_model_sim simulates: the member profile (SSD or HDD), the array's level (enum
+ * rk_level), fio's iodepth (requests always outstanding, 1..256) and the PRNG seed (0 = 1). HDD
+ * only (the head position matters there): span = bytes of each member the job's I/O covers (0 =
+ * the profile's capacity), seq = sequential job (each member's next operation continues its last
+ * one) instead of uniformly random offsets aligned to the operation size. rfrac: a mixed job's
+ * share of reads (fio's read / total MB/s); each client request is then a read or a write, never
+ * both. */
 struct run_sim_in {
     const struct rk_emul_params *p;
     int level;
     int iodepth;
     uint64_t seed;
+    uint64_t span;
+    bool seq;
+    double rfrac; /* mixed job: client read bytes / all client bytes (0 or 1: not mixed) */
 };
 /* The model's own simulated MB/s (10^6 bytes/s) for the member I/O between counts a and b: a
  * closed loop of in->iodepth client requests on a fake clock through emul_ssd_submit, one model
@@ -143,8 +151,11 @@ struct run_sim_in {
  * request (reads on members drawn by their share of reads, then -- read-modify-write -- writes by
  * their share of writes; a mirrored level's single read goes to the least busy copy, as
  * src/raid/copies_rw.c picks), of the trials' mean member request size. 2000 requests of warm-up,
- * 20000 measured; deterministic. 0 = unknown (no SSD model, no I/O, out of memory). Rule:
- * docs/BENCHMARKS.md "Validation against the emulation". */
+ * 20000 measured; deterministic. 0 = unknown (no device model, no I/O, out of memory). An HDD
+ * profile runs the same loop through the HDD command queue of the emul member (emul_hq_add /
+ * emul_hq_advance: seek + rotation + transfer, NCQ reordering, write-cache acks), one queue per
+ * member, event by event (run_model_sim_hdd). Rule: docs/BENCHMARKS.md "Validation against the
+ * emulation". */
 double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
                      const struct run_counts *b);
 /* The model parameters as JSON object text into x->rep->model_json. Returns 0 or -ENOMEM. */

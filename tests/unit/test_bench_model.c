@@ -118,6 +118,32 @@ static void test_sim_members(void **state)
     assert_float_equal(run_model_sim(&in, &a, &b), 4096 * 5000 / 1e6, 0.05);
 }
 
+/* HDD (hdd-7200, built-in): one member, depth 1, random 16 KiB reads over 32 MiB cost command
+ * overhead (1450 us) + a short seek (>= 800 us) + on average half a revolution (4167 us) +
+ * transfer (131 us): about 6.5 ms, 2.5 MB/s; a sequential read skips the seek and is faster; a
+ * mixed 50/50 job gets a figure (every request makes member I/O). */
+static void test_sim_hdd(void **state)
+{
+    (void)state;
+    const struct rk_emul_params *p = &emul_builtin_profiles[1];
+    assert_int_equal(p->kind, RK_EMUL_HDD);
+    struct run_counts a = {0}, b = {0};
+    b.n = 1;
+    b.r[0] = b.ops = 1000;
+    b.rb[0] = b.bytes = 16384000;
+    struct run_sim_in in = {.p = p, .level = RK_LEVEL_LINEAR, .iodepth = 1, .span = 32 << 20};
+    double rnd = run_model_sim(&in, &a, &b);
+    assert_true(rnd > 2.0 && rnd < 3.0);
+    in.seq = true;
+    assert_true(run_model_sim(&in, &a, &b) > 1.2 * rnd);
+    in.seq = false;
+    b.r[0] = b.w[0] = 500;
+    b.rb[0] = b.wb[0] = 8192000;
+    in.rfrac = 0.5;
+    double mix = run_model_sim(&in, &a, &b);
+    assert_true(mix > rnd && mix < 10 * rnd); /* cached writes are fast, reads are not */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +151,7 @@ int main(void)
         cmocka_unit_test(test_emul_mix_shares_budget),
         cmocka_unit_test(test_sim_depth),
         cmocka_unit_test(test_sim_members),
+        cmocka_unit_test(test_sim_hdd),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
