@@ -554,6 +554,8 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (j < (uint32_t)na && tok->slot[j] == g->slot[blk[i]])
             blk[j++] = blk[i];
     nt = (uint32_t)na;
+    if (!nt) /* every parity slot failed meanwhile: no parity is written, nothing to log */
+        return 0;
     tok->seq = e.seq;
     tok->n = (int)nt;
     /* The ranges we reserved are ours alone until ppl_commit marks them READY. */
