@@ -128,8 +128,9 @@ static void sim_plan(struct sim *s, int *nr, int *nw)
 
 /* Read members of one client read of a mirrored level: the least busy copy (ties round robin),
  * as src/raid/copies_rw.c picks; raid1 = any member, raid10 near 2 = the pair of a random
- * chunk. Returns -1 when the level has no copies to choose from. */
-static int sim_mirror_read(struct sim *s, uint64_t t)
+ * chunk. Busy is sim_busy at t (SSD), or queued + under the head (hdd). Returns -1 when the
+ * level has no copies to choose from. */
+static int sim_mirror_read(struct sim *s, uint64_t t, bool hdd)
 {
     int lo = 0, cnt = 0;
     if (s->in->level == RK_LEVEL_RAID1) {
@@ -144,7 +145,7 @@ static int sim_mirror_read(struct sim *s, uint64_t t)
     int best = -1, bl = 0;
     for (int i = 0; i < cnt; i++) {
         int mem = lo + (int)((start + (uint32_t)i) % (uint32_t)cnt);
-        int b = sim_busy(s, mem, t);
+        int b = hdd ? s->hq[mem].n + s->hq[mem].busy : sim_busy(s, mem, t);
         if (best < 0 || b < bl) {
             best = mem;
             bl = b;
@@ -187,7 +188,7 @@ static bool sim_step(struct sim *s, struct sim_slot *sl)
     }
     int nr, nw, k = 0;
     sim_plan(s, &nr, &nw);
-    if (nr == 1 && nw == 0 && (k = sim_mirror_read(s, sl->t)) >= 0) {
+    if (nr == 1 && nw == 0 && (k = sim_mirror_read(s, sl->t, false)) >= 0) {
         mem[0] = k;
         k = 1;
     } else {
@@ -276,32 +277,6 @@ static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, i
     }
 }
 
-/* The least loaded copy of a mirrored level's single read (queued + under the head), ties
- * round robin; -1 when the level has no copies. */
-static int sim_hdd_mirror(struct sim *s)
-{
-    int lo = 0, cnt = 0;
-    if (s->in->level == RK_LEVEL_RAID1) {
-        cnt = s->n;
-    } else if (s->in->level == RK_LEVEL_RAID10 && s->n % 2 == 0) {
-        lo = (int)(sim_rand(s) % (uint64_t)(s->n / 2)) * 2;
-        cnt = 2;
-    } else {
-        return -1;
-    }
-    uint32_t start = s->rr++;
-    int best = -1, bl = 0;
-    for (int i = 0; i < cnt; i++) {
-        int mem = lo + (int)((start + (uint32_t)i) % (uint32_t)cnt);
-        int b = s->hq[mem].n + s->hq[mem].busy;
-        if (best < 0 || b < bl) {
-            best = mem;
-            bl = b;
-        }
-    }
-    return best;
-}
-
 /* Slot sl's phase ended at s->now: its writes after its reads, or a new request. Returns whether
  * a request ended. */
 static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
@@ -316,7 +291,7 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
     bool ended = sl->phase != 0;
     int nr, nw, k;
     sim_plan(s, &nr, &nw);
-    if (nr == 1 && nw == 0 && (k = sim_hdd_mirror(s)) >= 0) {
+    if (nr == 1 && nw == 0 && (k = sim_mirror_read(s, s->now, true)) >= 0) {
         mem[0] = k;
         k = 1;
     } else {
