@@ -37,7 +37,8 @@ static const char status_usage[] =
     "  -c, --control PATH  the control socket of `raidkit serve --control PATH`\n"
     "  -j, --json          print the JSON document (for scripts)\n"
     "  -t, --test          exit status = the array's state: 0 healthy, 3 degraded,\n"
-    "                      4 recovering (rebuild or resync running), 5 failed (data unreadable)\n"
+    "                      4 recovering (rebuild or resync running, or needs resync),\n"
+    "                      5 failed (data unreadable)\n"
     "  -h, --help          show this help\n";
 
 static const char fail_usage[] =

@@ -52,9 +52,15 @@ int mgmt_wait_job(const char *cmd, const char *path);
 int mgmt_applies_to(const char *cmd, int c, const char *lname);
 
 /* The --test exit code of a status document (cli/report.h): unreadable ranges or a failed
- * rebuild CLI_EXIT_BROKEN, a running rebuild/resync CLI_EXIT_RECOVERING, degraded
- * CLI_EXIT_DEGRADED, else CLI_EXIT_OK. */
+ * rebuild CLI_EXIT_BROKEN, a running rebuild/resync or "needs resync" (mgmt_needs_resync)
+ * CLI_EXIT_RECOVERING, degraded CLI_EXIT_DEGRADED, else CLI_EXIT_OK. */
 int mgmt_state(const cJSON *st);
+
+/* Does the status document say "needs resync": regions a resync has not reached yet
+ * (bitmap.unsynced > 0), e.g. a read-only start of a dirty array, where no resync runs, or a
+ * resync that stopped? Such regions may differ between copies (reads take the first in-sync
+ * copy) or hold stale parity. */
+bool mgmt_needs_resync(const cJSON *st);
 
 /* Member key of JSON object o as a number (0 when absent) or a string ("" when absent). */
 double mgmt_num(const cJSON *o, const char *key);

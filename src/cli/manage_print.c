@@ -59,8 +59,12 @@ void mgmt_print_status(const cJSON *st)
     printf("level:    %s, %s, chunk %.0f KiB, %.0f slots, event %.0f\n", mgmt_str(st, "level"),
            rk_format_size((uint64_t)mgmt_num(st, "size"), sz, sizeof(sz)),
            mgmt_num(st, "chunk") / 1024, mgmt_num(st, "members"), mgmt_num(st, "event"));
-    printf("state:    %s%s\n",
-           cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? "degraded" : "healthy",
+    char unsynced[64] = "";
+    if (mgmt_needs_resync(st))
+        snprintf(unsynced, sizeof(unsynced), ", needs resync (%.0f unsynced regions)",
+                 mgmt_num(cJSON_GetObjectItem(st, "bitmap"), "unsynced"));
+    printf("state:    %s%s%s\n",
+           cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? "degraded" : "healthy", unsynced,
            cJSON_IsTrue(cJSON_GetObjectItem(st, "read_only")) ? ", read-only" : "");
     const cJSON *it;
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(st, "slots"))

@@ -35,6 +35,12 @@ int mgmt_applies_to(const char *cmd, int c, const char *lname)
     return 0;
 }
 
+bool mgmt_needs_resync(const cJSON *st)
+{
+    const cJSON *u = cJSON_GetObjectItem(cJSON_GetObjectItem(st, "bitmap"), "unsynced");
+    return cJSON_IsNumber(u) && u->valuedouble > 0;
+}
+
 int mgmt_state(const cJSON *st)
 {
     const cJSON *job = cJSON_GetObjectItem(st, "job");
@@ -43,6 +49,8 @@ int mgmt_state(const cJSON *st)
         (!strcmp(kind, "rebuild") && !strcmp(state, "failed")))
         return CLI_EXIT_BROKEN;
     if ((!strcmp(kind, "rebuild") || !strcmp(kind, "resync")) && !strcmp(state, "running"))
+        return CLI_EXIT_RECOVERING;
+    if (mgmt_needs_resync(st)) /* no resync runs, yet copies or parity may disagree */
         return CLI_EXIT_RECOVERING;
     return cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? CLI_EXIT_DEGRADED : CLI_EXIT_OK;
 }

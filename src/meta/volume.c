@@ -194,6 +194,7 @@ static int vol_place_members(struct rk_volume *v, struct vol_asm *a)
         }
         if (!resume)
             a->alive |= 1u << i;
+        v->present |= 1u << i;
         v->file[i] = v->top[i] = s->m[idx].dev;
         s->m[idx].dev = NULL; /* owned by the volume now */
         v->paths[i] = strdup(s->m[idx].path);

@@ -67,6 +67,64 @@ static int vol_bitmap_collect(struct rk_volume *v, uint64_t nregions, uint8_t *b
     return valid;
 }
 
+bool vol_resync_has_target(const struct rk_volume *v)
+{
+    for (uint32_t i = 0; i < v->sb.members; i++)
+        if ((v->present & (1u << i)) &&
+            rk_raid_geom_survives(&v->geom, v->present & ~(1u << i)) == 1)
+            return true;
+    return false;
+}
+
+/*
+ * Read-only volumes: no resync can run (nothing is written), so the regions it would cover are
+ * attached to the engine as unsynced, in memory only (no area offset: the bitmap is never
+ * written), and copy levels read them from the first live copy, as while a resync runs. Which
+ * regions: those the members' valid bitmaps mark, plus every region from where a full resync
+ * would start (its checkpoint, or 0: without a valid bitmap, everything). 0 or -errno + err.
+ */
+static int vol_bitmap_setup_ro(struct rk_volume *v, bool full, char *err, size_t errlen)
+{
+    struct rk_raid_bitmap_opts o = {.idle_ms = 0};
+    uint64_t maxd = vol_max_data(v), events = 0, n = 0;
+    memcpy(o.uuid, v->sb.array_uuid, 16);
+    o.region = v->sb.bitmap_offset ? v->sb.bitmap_region : rk_bm_default_region(maxd, v->sb.chunk);
+    uint64_t nreg = (maxd + o.region - 1) / o.region;
+    uint8_t *bits = calloc(1, (size_t)(nreg + 7) / 8);
+    if (!bits) {
+        rk_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int valid = v->sb.bitmap_offset ? vol_bitmap_collect(v, nreg, bits, &events) : 0;
+    if (valid < 0) {
+        free(bits);
+        rk_set_err(err, errlen, "out of memory");
+        return valid;
+    }
+    /* As vol_bitmap_setup decides for a writable start: a full resync resumes at its
+     * checkpoint after a clean stop, or after a crash with a valid bitmap; else from 0. */
+    uint64_t from = UINT64_MAX;
+    if (full || valid == 0)
+        from = full && (!v->was_dirty || valid > 0) ? v->sb.resync_offset : 0;
+    for (uint64_t i = 0; i < nreg; i++) {
+        if ((i + 1) * o.region > from)
+            bits[i / 8] |= (uint8_t)(1u << (i % 8));
+        n += (bits[i / 8] >> (i % 8)) & 1;
+    }
+    o.bits = bits;
+    int r = rk_raid_bitmap_attach(v->raid, &o);
+    free(bits);
+    if (r) {
+        rk_set_err(err, errlen, "cannot load the write-intent bitmap: %s", strerror(-r));
+        return r;
+    }
+    rk_warn("read-only start of an array that needs a resync: none runs (nothing is written); "
+            "reads of its %" PRIu64 " unsynced region%s of %" PRIu64 " bytes take the first "
+            "in-sync copy; start without --read-only to resync",
+            n, n == 1 ? "" : "s", o.region);
+    return 0;
+}
+
 int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
 {
     struct rk_raid_bitmap_opts o = {.idle_ms = 0};
@@ -77,8 +135,10 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
     uint8_t *bits = NULL;
     bool resume = false; /* a full resync resumes at its checkpoint after a crash */
     memcpy(o.uuid, v->sb.array_uuid, 16);
-    if (v->read_only || !redundant)
+    if (!redundant)
         return 0;
+    if (v->read_only) /* nothing unsynced where one source is left (vol_resync_has_target) */
+        return needs && vol_resync_has_target(v) ? vol_bitmap_setup_ro(v, full, err, errlen) : 0;
     if (v->sb.bitmap_offset) {
         nreg = (vol_max_data(v) + region - 1) / region;
         bits = calloc(1, (size_t)(nreg + 7) / 8);

@@ -31,6 +31,9 @@ struct rk_volume {
     bool read_only;
     bool was_dirty;       /* dirty at open: the last shutdown was unclean */
     bool log_closes_hole; /* the level's write log closes the write hole (replayed when dirty) */
+    /* Bit i: slot i has a member that holds its data or is being rebuilt onto (a resumed
+     * rebuild): the copies a resync could bring in line (vol_resync_has_target). */
+    uint32_t present;
     /* Online replace: devices that held a replaced slot stay open until the raid device is
      * closed (I/O to them may be in flight). */
     struct rk_dev *retired[RK_MAX_MEMBERS][VOL_RETIRED_DEVS];
@@ -115,10 +118,18 @@ struct rk_raid_events vol_events(struct rk_volume *v);
  * Assembly phase of the write-intent bitmap (volume_bitmap.c), after the engine started and
  * before the dirty mark: read every used member's bitmap area (a corrupt copy is refused with
  * a message; none valid = full resync), decide the resync (dirty start or a pending one),
- * record it in v->sb.resync_* (written with the dirty mark) and attach the bitmap. No-op for
- * read-only volumes and levels without redundancy. Returns 0 or -errno with err.
+ * record it in v->sb.resync_* (written with the dirty mark) and attach the bitmap. Read-only
+ * volumes that need a resync get its regions attached as unsynced, in memory only (no resync,
+ * nothing written; reads there take the first live copy); other read-only volumes and levels
+ * without redundancy: no-op. Returns 0 or -errno with err.
  */
 int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen);
+
+/* Does a resync of v have something to bring in line: is some slot of v->present redundant
+ * (the others hold all data without it)? False when no redundancy is left (raid1 with one
+ * copy, raid5 with a slot away, raid6 with two): every byte then has one source, and the
+ * regions the bitmap marks are caught up by the re-add or rebuild of the missing members. */
+bool vol_resync_has_target(const struct rk_volume *v);
 
 /* The largest data size (bytes) over v's slots: what the bitmap's regions cover
  * (volume_bitmap.c). */
