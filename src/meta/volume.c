@@ -236,14 +236,26 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
     /* A crash may have left parity out of date; without the member, that block cannot be
      * recomputed (write hole), so a dirty (or resync-pending) degraded parity array needs
      * --force, unless its write log closes the hole: a writable open replays it before serving
-     * (vol_start_log). */
+     * (vol_start_log). A read-only open replays nothing (it writes nothing): its log closes
+     * the hole only when there is nothing to replay, after a clean stop. */
     bool hole = rk_level_write_hole(v->sb.level);
-    v->log_closes_hole = hole && v->sb.write_hole != RK_SB_WH_NONE && !v->read_only;
+    bool has_log = hole && v->sb.write_hole != RK_SB_WH_NONE;
+    v->log_closes_hole = has_log && (!v->read_only || v->sb.dirty != RK_SB_DIRTY);
     if (hole && v->sb.write_hole == RK_SB_WH_NONE)
         rk_warn("array %s has no write-hole protection (created without a partial parity "
                 "log): a crash while degraded can corrupt data",
                 a->uuid);
     bool unsynced = v->sb.dirty == RK_SB_DIRTY || (v->sb.resync_flags & RK_SB_RESYNC_PENDING);
+    if (unsynced && a->nout > 0 && !a->o->force && has_log && !v->log_closes_hole) {
+        rk_set_err(a->err, a->errlen,
+                   "array %s was not shut down cleanly and is degraded: its partial parity log "
+                   "must be replayed to close the write hole, which a read-only start cannot "
+                   "do (it writes nothing), so a stripe written at the crash could read "
+                   "garbage; start without --read-only (the log is replayed before anything "
+                   "is served), or with --force to accept that",
+                   a->uuid);
+        return -EUCLEAN;
+    }
     if (unsynced && a->nout > 0 && !a->o->force && hole && !v->log_closes_hole) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
