@@ -125,6 +125,31 @@ static int vol_bitmap_setup_ro(struct rk_volume *v, bool full, char *err, size_t
     return 0;
 }
 
+/*
+ * A dirty or resync-pending start with no redundancy left (vol_resync_has_target false): no
+ * resync runs and the array is recorded in sync (resync flags cleared, written with the dirty
+ * mark), as md skips it: every byte has one source, so no copies or parity can disagree. The
+ * members away catch up when they come back: the regions the bitmap marks stay set (the caller
+ * keeps them; the cleaner clears no bit while a slot is away) and drive their re-add. After a
+ * full resync that never ran (no bitmap, an initial sync) nothing says what differs: members
+ * that left before this start are rebuilt whole (events_cleared raised, docs/FORMAT.md
+ * "Re-add").
+ */
+static void vol_resync_skip(struct rk_volume *v, bool full)
+{
+    bool whole = full || !v->sb.bitmap_offset;
+    if (whole && v->sb.bitmap_offset)
+        v->sb.events_cleared = v->sb.events + 1;
+    v->sb.resync_flags = 0;
+    v->sb.resync_offset = 0;
+    rk_warn("no resync: the array is degraded with no redundancy left (every byte has one "
+            "source, nothing to bring in line); recorded in sync. %s",
+            whole ? "A missing member that comes back is rebuilt whole (nothing records what "
+                    "differs)"
+                  : "The regions the write-intent bitmap marks stay set: the re-add of a "
+                    "missing member resyncs them");
+}
+
 int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
 {
     struct rk_raid_bitmap_opts o = {.idle_ms = 0};
@@ -137,8 +162,13 @@ int vol_bitmap_setup(struct rk_volume *v, char *err, size_t errlen)
     memcpy(o.uuid, v->sb.array_uuid, 16);
     if (!redundant)
         return 0;
-    if (v->read_only) /* nothing unsynced where one source is left (vol_resync_has_target) */
-        return needs && vol_resync_has_target(v) ? vol_bitmap_setup_ro(v, full, err, errlen) : 0;
+    bool skip = needs && !vol_resync_has_target(v); /* nothing to bring in line */
+    if (v->read_only)
+        return needs && !skip ? vol_bitmap_setup_ro(v, full, err, errlen) : 0;
+    if (skip) {
+        vol_resync_skip(v, full);
+        needs = full = false;
+    }
     if (v->sb.bitmap_offset) {
         nreg = (vol_max_data(v) + region - 1) / region;
         bits = calloc(1, (size_t)(nreg + 7) / 8);
