@@ -119,9 +119,11 @@ static int vol_bitmap_setup_ro(struct rk_volume *v, bool full, char *err, size_t
         return r;
     }
     rk_warn("read-only start of an array that needs a resync: none runs (nothing is written); "
-            "reads of its %" PRIu64 " unsynced region%s of %" PRIu64 " bytes take the first "
-            "in-sync copy; start without --read-only to resync",
-            n, n == 1 ? "" : "s", o.region);
+            "%s its %" PRIu64 " unsynced region%s of %" PRIu64 " bytes%s; start without "
+            "--read-only to resync",
+            rk_level_write_hole(v->sb.level) ? "parity may be stale in" : "reads of", n,
+            n == 1 ? "" : "s", o.region,
+            rk_level_write_hole(v->sb.level) ? "" : " take the first in-sync copy");
     return 0;
 }
 
