@@ -223,19 +223,50 @@ bool raid_bitmap_region_set(struct raid_priv *r, uint64_t i)
     return bm && i < bm->nregions && (atomic_load(&bm->state[i]) & BM_SET);
 }
 
+/* Flush every writable member inside the level's flush hooks (what a client FLUSH does,
+ * engine.c raid_flush): raid5/6 retire the partial parity log entries of every write complete
+ * before the flush began, so a write that no client FLUSH followed does not stay live in the
+ * log once its region is idle. True when every member flush succeeded. */
+static bool bm_flush(struct raid_priv *r)
+{
+    uint64_t mark[RK_MAX_MEMBERS];
+    if (r->l.lvl->flush_begin)
+        r->l.lvl->flush_begin(r, mark);
+    bool ok = raid_flush_writable(r);
+    if (ok && r->l.lvl->flush_end)
+        r->l.lvl->flush_end(r, mark);
+    return ok;
+}
+
 /* One cleaner pass: regions with their bit set, nothing in flight and no write for the idle
- * time are candidates; after a flush of the members, each candidate still untouched since the
- * scan (its state word still exactly BM_SET, its last tick old) loses its bit, and the area is
- * rewritten. all: every idle region, whatever its age (close). */
+ * time are candidates; after a flush of the members (bm_flush), each candidate still untouched
+ * since the scan (its state word still exactly BM_SET, its last tick old) loses its bit, and
+ * the area is rewritten. While degraded no bit is cleared, but the members are still flushed
+ * once per idle transition: only when some candidate was written since the last flush of the
+ * cleaner (so a region that stays idle costs one flush, not one per tick). all: every idle
+ * region, whatever its age (close). */
 static void bm_clean(struct raid_priv *r, bool all)
 {
     struct raid_bitmap *bm = r->bm;
     uint32_t now = atomic_fetch_add(&bm->tick, 1) + 1, n = 0;
-    for (uint64_t i = 0; i < bm->nregions; i++)
-        if (atomic_load(&bm->state[i]) == BM_SET &&
-            (all || now - atomic_load(&bm->last[i]) >= bm->idle_ticks))
+    bool fresh = false; /* a candidate was written since the last flush of the cleaner began */
+    for (uint64_t i = 0; i < bm->nregions; i++) {
+        uint32_t last = atomic_load(&bm->last[i]);
+        if (atomic_load(&bm->state[i]) == BM_SET && (all || now - last >= bm->idle_ticks)) {
             bm->cand[n++] = (uint32_t)i;
-    if (!n || raid_bitmap_degraded(r) || !raid_flush_writable(r))
+            fresh |= !bm->flushed || (int32_t)(last - bm->flush_tick) >= 0;
+        }
+    }
+    if (!n || atomic_load(&r->writes_stopped))
+        return;
+    bool degraded = raid_bitmap_degraded(r);
+    if (degraded && !fresh)
+        return;
+    if (!bm_flush(r))
+        return;
+    bm->flush_tick = now; /* every write that ended before tick now is durable */
+    bm->flushed = true;
+    if (degraded)
         return;
     /* The clear's event count is durable before any bit goes: a member copied away before it
      * has a lower count and is never re-added from the bitmap (docs/FORMAT.md "Re-add"). */

@@ -11,7 +11,9 @@
  * by every writer that queued meanwhile). A cleaner thread clears
  * a region's bit once nothing ran in it for the idle time and a flush of the members completed
  * after its last write, and only while every slot is ACTIVE (raid_bitmap_degraded), after the
- * volume recorded the clear's event count (rk_raid_events.bitmap_clearing).
+ * volume recorded the clear's event count (rk_raid_events.bitmap_clearing). That member flush
+ * runs inside the level's flush hooks (raid5/6 retire their log entries, as after a client
+ * FLUSH); while degraded it still runs, once per idle transition.
  *
  * The same regions also record what a resync has not reached yet (bm->unsynced), with or without
  * an on-disk bitmap: reads of copy levels take the first live copy there (copies_rw.c), the copy
@@ -62,7 +64,9 @@ struct raid_bitmap {
     _Atomic uint32_t tick;      /* cleaner ticks (bm->tick_ms each) */
     uint32_t idle_ticks;        /* ticks without a write before a bit may be cleared (>= 2) */
     uint64_t tick_ms;
-    uint32_t *cand; /* cleaner scratch: candidate regions */
+    uint32_t *cand;      /* cleaner scratch: candidate regions */
+    uint32_t flush_tick; /* cleaner: tick at which its last successful member flush began */
+    bool flushed;        /* ... one did (flush_tick is valid) */
     pthread_t cleaner;
     bool has_cleaner;
     bool stop;

@@ -224,8 +224,9 @@ static uint64_t ring_used(const struct r5_ppl *L, const struct ppl_ring *m)
 /* Ring slot belongs to another member than the one this session set up (a member added since,
  * maybe one that was in the array before): seq numbers continue above every entry its log
  * holds, its head voids them all, and its ring starts empty. Lock held, not busy; returns with
- * it held. */
-static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
+ * it held. Returns 0, or the head write's -errno (the slot was failed; its ring stays
+ * unadopted). */
+static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
 {
     struct rk_dev *dev = r->members[slot];
     struct ppl_scan sc = {.next = 1};
@@ -247,6 +248,7 @@ static void ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     m->head = m->first = m->count = 0;
     L->busy = false;
     ppl_wake(L);
+    return ret;
 }
 
 /* Remove slots[i] from slots[0..*n-1] (order kept). */
@@ -258,9 +260,10 @@ static void ppl_drop_slot(uint32_t *slots, int *n, int i)
 
 /* Reserve an entry of size bytes on the rings of slots[0..*n-1] (waiting for room); returns 0
  * with its seq and the position on each, or -EIO (nothing reserved) when a full ring cannot be
- * reclaimed (ppl_reclaim). A slot whose ring is full and that is no longer writable (it failed
- * after the caller chose it: the reclaim cannot retire its ring, and the write skips its
- * parity, r5w_commit) is dropped from slots[] and *n instead. */
+ * reclaimed (ppl_reclaim) or a ring cannot be adopted. A slot whose ring is full, or whose
+ * adoption failed, and that is no longer writable (it failed after the caller chose it, or by
+ * its head write: its ring cannot be used, and the write skips its parity, r5w_commit) is
+ * dropped from slots[] and *n instead. */
 static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
                      uint64_t *seq, uint64_t *pos)
 {
@@ -268,10 +271,17 @@ static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int
     for (int i = 0; i < *n;) {
         struct ppl_ring *m = &L->m[slots[i]];
         if (m->dev != r->members[slots[i]]) {
-            if (L->busy)
+            uint32_t bit = 1u << slots[i];
+            if (L->busy) {
                 ppl_wait(L);
-            else
-                ppl_adopt(r, L, slots[i]);
+            } else if (ppl_adopt(r, L, slots[i])) {
+                /* Its head write failed (and failed the slot): retrying would loop forever. */
+                if (raid_slot_mask(r, RAID_STATES_WRITE) & bit) {
+                    pthread_mutex_unlock(&L->lock);
+                    return -EIO;
+                }
+                ppl_drop_slot(slots, n, i);
+            }
             i = 0;
         } else if (!ring_fit(L, m, size, &pos[i])) {
             uint32_t bit = 1u << slots[i];

@@ -49,6 +49,71 @@ rk_skip()
     exit 77
 }
 
+# rk_session_pids PATTERN: print the pids of the processes of this shell's session whose command
+# line contains PATTERN, except this shell, its subshell and their ancestors. Bash builtins only
+# (no process of its own can match). Reads /proc; prints nothing without it.
+rk_session_pids()
+{
+    local pat=$1 line rest sid pid p skip=" $$ $BASHPID " args
+    [ -r "/proc/$$/stat" ] || return 0
+    read -r line <"/proc/$$/stat" || return 0
+    rest=${line##*) }
+    read -r _ _ _ sid _ <<<"$rest"
+    p=$$
+    while [ -n "$p" ] && [ "$p" -gt 1 ] && read -r line <"/proc/$p/stat" 2>/dev/null; do
+        rest=${line##*) }
+        read -r _ p _ <<<"$rest"
+        skip+="$p "
+    done
+    for pid in /proc/[0-9]*; do
+        pid=${pid#/proc/}
+        [[ $skip == *" $pid "* ]] && continue
+        read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+        rest=${line##*) }
+        read -r _ _ _ p _ <<<"$rest"
+        [ "$p" = "$sid" ] || continue
+        mapfile -d '' args <"/proc/$pid/cmdline" 2>/dev/null || continue
+        [[ "${args[*]:-}" == *"$pat"* ]] && echo "$pid"
+    done
+    return 0
+}
+
+# rk_kill_orphans: SIGKILL, by pid, whatever a test started that still runs with the scratch
+# dir $T in its command line (a fio, nbdcopy, python client or second `raidkit serve` left in
+# the background, even one reparented after its subshell ended): left alone they keep writing
+# into deleted files after the rm -rf (once 78 GB filled the disk). Only processes of the test's
+# own session are candidates, never the test script or its ancestors. Waits (5 s at most) until
+# they are gone.
+rk_kill_orphans()
+{
+    [ -n "${T:-}" ] || return 0
+    local pass pids i
+    for pass in 1 2 3; do # a killed parent may have started a child meanwhile
+        pids=$(rk_session_pids "$T/")
+        [ -n "$pids" ] || return 0
+        # shellcheck disable=SC2086
+        kill -KILL $pids 2>/dev/null
+        for i in $(seq 50); do
+            # shellcheck disable=SC2086
+            rk_any_running $pids || break
+            sleep 0.1
+        done
+    done
+    return 0
+}
+
+# rk_any_running PID...: true while one of them runs (a zombie, dead but not reaped, does not).
+rk_any_running()
+{
+    local pid line
+    for pid in "$@"; do
+        read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+        line=${line##*) }
+        [ "${line:0:1}" = Z ] || return 0
+    done
+    return 1
+}
+
 rk_cleanup()
 {
     local rc=$?
@@ -62,6 +127,7 @@ rk_cleanup()
         kill -KILL "$RK_PID" 2>/dev/null
         wait "$RK_PID" 2>/dev/null
     fi
+    rk_kill_orphans
     if [ -n "${T:-}" ] && [ -d "$T" ]; then
         chmod -R u+rwx "$T" 2>/dev/null
         if [ "${RK_KEEP:-0}" = 1 ]; then
@@ -85,7 +151,7 @@ rk_no_sanitizer()
 }
 
 # rk_init_tmp [PREFIX]: make the private temp dir $T (/tmp/PREFIX.XXXXXX, default rk-integ) and
-# install the cleanup trap (stops $RK_PID, removes $T).
+# install the cleanup trap (stops $RK_PID, kills what still runs on $T, removes $T).
 rk_init_tmp()
 {
     T=$(mktemp -d "/tmp/${1:-rk-integ}.XXXXXX") || rk_fail "mktemp"

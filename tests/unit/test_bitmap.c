@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -180,6 +181,7 @@ static void test_sb_fields(void **state)
 struct order_dev {
     struct rk_dev *inner;
     int violations, area_writes, area_fua;
+    _Atomic int flushes;
 };
 
 static int od_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
@@ -212,6 +214,7 @@ static int od_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t of
 static int od_flush(struct rk_dev *d)
 {
     struct order_dev *o = d->priv;
+    atomic_fetch_add(&o->flushes, 1);
     return rk_dev_flush(o->inner);
 }
 
@@ -275,12 +278,52 @@ static void test_engine_order(void **state)
     }
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+/* Degraded: the cleaner clears no bit, but flushes the members once per idle transition (so the
+ * level retires what the flush made durable, e.g. raid5/6 log entries), not once per tick. */
+static void test_degraded_idle_flush(void **state)
+{
+    (void)state;
+    struct rk_dev *m[2], *raid;
+    struct order_dev *od[2];
+    for (uint32_t i = 0; i < 2; i++) {
+        od[i] = calloc(1, sizeof(*od[i]));
+        assert_int_equal(rk_mem_open(T_DOFF + (8u << 20), 512, &od[i]->inner), 0);
+        m[i] = rk_test_wrap(&od_ops, od[i], od[i]->inner, "order");
+    }
+    struct rk_raid_geom g = {0};
+    rk_test_geom(&g, RK_LEVEL_RAID1, 2, 65536, T_DOFF, 8u << 20);
+    assert_int_equal(rk_raid_open(&g, m, NULL, &raid), 0);
+    struct rk_raid_bitmap_opts bo = {
+        .area_offset = RK_BM_OFFSET, .area_size = 4096, .region = T_REGION, .idle_ms = 100};
+    assert_int_equal(rk_raid_bitmap_attach(raid, &bo), 0);
+    assert_int_equal(rk_raid_fail_slot(raid, 1), 0);
+    static uint8_t buf[4096];
+    for (int round = 1; round <= 2; round++) {
+        int before = atomic_load(&od[0]->flushes);
+        assert_int_equal(rk_dev_write(raid, buf, sizeof(buf), (uint64_t)round * T_REGION, 0), 0);
+        sleep_ms(800); /* 16 ticks of 50 ms, idle after 2 */
+        assert_int_equal(atomic_load(&od[0]->flushes) - before, 1);
+        struct rk_raid_bitmap_stats st;
+        assert_int_equal(rk_raid_bitmap_stats(raid, &st), 0);
+        assert_int_equal(st.set, round); /* kept for the re-add of slot 1 */
+    }
+    rk_dev_close(raid);
+    for (uint32_t i = 0; i < 2; i++)
+        rk_dev_close(m[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),       cmocka_unit_test(test_corrupt),
         cmocka_unit_test(test_sizes),        cmocka_unit_test(test_sb_fields),
-        cmocka_unit_test(test_engine_order),
+        cmocka_unit_test(test_engine_order), cmocka_unit_test(test_degraded_idle_flush),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
