@@ -109,6 +109,36 @@ struct rk_volume;
 int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
                    struct rk_volume **out, char *err, size_t errlen);
 
+/* What rk_volume_precheck checks before an offline manage command opens the array writable. */
+enum rk_precheck_op {
+    RK_PRECHECK_REPLACE, /* rk_volume_replace(slot, member) */
+    RK_PRECHECK_READD,   /* rk_volume_readd(slot, member) */
+};
+
+struct rk_precheck {
+    enum rk_precheck_op op;
+    uint32_t slot;      /* the slot acted on */
+    const char *member; /* the new member (replace) or the returning one (re-add): a path or URI */
+};
+
+/*
+ * Validate an offline replace or re-add completely before anything is written (the product's
+ * "validate everything before writing to a member"): assemble the n member paths read-only and
+ * degraded (nothing written, no job started), run every check rk_volume_replace or
+ * rk_volume_readd would run after the writable open (slot in range, level with redundancy,
+ * slot failed or missing, member not already another slot's; replace: the new member opens
+ * read-write, is large enough, its block size fits, it holds no other array's superblock, and
+ * when it is the slot's old member the re-add checks below; re-add: it holds this array's
+ * superblock recorded for slot with an older event counter), close. The event check compares
+ * with the array's counter + 1 (a writable open raises it at least that much). Whether missing
+ * slots may be missing (--degraded) is the caller's check. Returns 0 when the command can run,
+ * else -errno with one line in err: rk_volume_open's errors, or those of rk_volume_replace /
+ * rk_volume_readd (-EINVAL, -EOPNOTSUPP, -EBUSY, -EEXIST, -ENOSPC, -EXDEV, -ESTALE, -ENODATA,
+ * open errors of the member).
+ */
+int rk_volume_precheck(const char *const *paths, int n, const struct rk_precheck *pc, char *err,
+                       size_t errlen);
+
 /* The volume's top device (serve this). Owned by the volume. */
 struct rk_dev *rk_volume_dev(struct rk_volume *v);
 

@@ -136,6 +136,30 @@ static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, bool degra
     return r;
 }
 
+/* Offline replace/re-add: every check of the command over a read-only assembly
+ * (rk_volume_precheck) before the writable open, so a refusal writes nothing. 0, or
+ * CLI_EXIT_FAIL after one line. */
+static int mgmt_precheck(const char *cmd, int n, char **paths, enum rk_precheck_op op, int64_t slot,
+                         const char *member)
+{
+    struct rk_precheck pc = {.op = op, .slot = (uint32_t)slot, .member = member};
+    char err[600] = "";
+    int r = rk_volume_precheck((const char *const *)paths, n, &pc, err, sizeof(err));
+    if (r)
+        fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
+    return r ? CLI_EXIT_FAIL : 0;
+}
+
+/* A resync the writable open started (a dirty array) runs first: replace and re-add refuse
+ * to start beside a running job. */
+static void mgmt_resync_first(struct rk_volume *vol)
+{
+    struct rk_dev *raid = rk_volume_raid(vol);
+    struct rk_raid_progress pr;
+    if (rk_raid_progress(raid, &pr) == 0 && pr.kind == RK_JOB_RESYNC && pr.state == RK_JOB_RUNNING)
+        rk_raid_job_wait(raid);
+}
+
 /* Print obj (consumed) with "slot", "with" and "result" added, as replace --json's result. */
 static int mgmt_print_result(cJSON *obj, int64_t slot, const char *with, const char *result)
 {
@@ -193,9 +217,11 @@ int cli_replace(int argc, char **argv)
     if (mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
                            &need) ||
         mgmt_new_member_check(abs, need) ||
+        mgmt_precheck("replace", n, argv + optind, RK_PRECHECK_REPLACE, o.slot, abs) ||
         mgmt_open("replace", n, argv + optind, false, degraded, &vol))
         return CLI_EXIT_FAIL;
     char err[600] = "";
+    mgmt_resync_first(vol);
     r = rk_volume_replace(vol, (uint32_t)o.slot, abs, o.rate, err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit replace: %s\n", err[0] ? err : strerror(-r));
@@ -253,9 +279,7 @@ int cli_scrub(int argc, char **argv)
         mgmt_open("scrub", n, argv + optind, !o.repair, degraded, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);
-    struct rk_raid_progress pr;
-    if (rk_raid_progress(raid, &pr) == 0 && pr.kind == RK_JOB_RESYNC && pr.state == RK_JOB_RUNNING)
-        rk_raid_job_wait(raid); /* the resync this writable open started comes first */
+    mgmt_resync_first(vol); /* the resync this writable open started comes first */
     r = rk_raid_scrub_start(raid, o.repair, o.rate);
     if (!r)
         r = mgmt_offline_wait("scrub", raid);
@@ -334,8 +358,10 @@ int cli_readd(int argc, char **argv)
     if (mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
                            NULL) ||
         mgmt_readd_member_check(abs, n, argv + optind + 1, o.slot) ||
+        mgmt_precheck("re-add", n, argv + optind + 1, RK_PRECHECK_READD, o.slot, abs) ||
         mgmt_open("re-add", n, argv + optind + 1, false, degraded, &vol))
         return CLI_EXIT_FAIL;
+    mgmt_resync_first(vol);
     r = rk_volume_readd(vol, (uint32_t)o.slot, abs, o.rate, note, sizeof(note), err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit re-add: %s\n", err[0] ? err : strerror(-r));

@@ -150,6 +150,21 @@ int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, ch
                         size_t errlen);
 int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
                          char *err, size_t errlen);
+/* vol_replace_refused without the read-only check: what the precheck (volume_precheck.c) asks
+ * of a read-only open before the writable one. 0 or -errno with err. */
+int vol_slot_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
+                     size_t errlen);
+/* Is path (a local file, or a URI compared as a string) the same file as a current member?
+ * The slot, or -1. */
+int vol_same_file(struct rk_volume *v, const char *path);
+/*
+ * Re-add (volume_readd.c): is msb (the returning member's superblock read from path) the old
+ * member of slot: this array's, recorded for slot, its event counter below events (the
+ * array's: v->sb.events, or the precheck's v->sb.events + 1, what a writable open at least
+ * raises it to)? 0, or -EXDEV / -ESTALE with one line in err.
+ */
+int vol_readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
+                       const struct rk_sb *msb, uint64_t events, char *err, size_t errlen);
 
 /* The old devices of slot (a failed member) retire: kept open until close, since I/O may
  * still be in flight to them. Caller holds v->lock. */

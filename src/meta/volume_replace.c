@@ -13,8 +13,7 @@
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
 
-/* Is path the same file as a current member? Returns the slot or -1. */
-static int vol_same_file(struct rk_volume *v, const char *path)
+int vol_same_file(struct rk_volume *v, const char *path)
 {
     struct stat a, b;
     if (rk_member_is_uri(path)) { /* a remote member: the same URI string */
@@ -77,6 +76,11 @@ int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, ch
         rk_set_err(err, errlen, "the volume is read-only");
         return -EROFS;
     }
+    return vol_slot_refused(v, slot, path, err, errlen);
+}
+
+int vol_slot_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err, size_t errlen)
+{
     if (slot >= v->sb.members) {
         rk_set_err(err, errlen, "slot %" PRIu32 " out of range: the array has slots 0..%" PRIu32,
                    slot, v->sb.members - 1);
