@@ -37,6 +37,16 @@ struct rk_control;
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen);
 
+/* Only the socket of rk_control_start: bind and listen on path (mode 0600, as there) into *fd,
+ * so that a caller can prove the path usable before it opens the volume (serve). 0, or the
+ * -errno of rk_control_start with one line in err. */
+int rk_control_listen(const char *path, int *fd, char *err, size_t errlen);
+
+/* rk_control_start over fd, a socket rk_control_listen made at path (owned from here on:
+ * closed, and path unlinked, on failure and by rk_control_stop). Same returns. */
+int rk_control_start_fd(int fd, const char *path, struct rk_volume *v, struct rk_control **out,
+                        char *err, size_t errlen);
+
 /* Stop the threads (clients are cut off), close and unlink the socket, free c (NULL accepted). */
 void rk_control_stop(struct rk_control *c);
 
