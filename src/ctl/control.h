@@ -27,7 +27,7 @@ struct rk_control;
  * rk_control_stop, up to RK_CONTROL_CLIENTS_MAX clients at once. Requests:
  *   {"cmd":"status"}
  *   {"cmd":"fail","slot":N}
- *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S}
+ *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S[,"force":true]}
  *   {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S}
  * Replies: {"ok":true,...} or {"ok":false,"error":"one line"}; status adds "status":{...}.
  * v must stay open until rk_control_stop. Returns 0 and *out, or -errno with one line in err:

@@ -144,12 +144,18 @@ void vol_resync_events(struct rk_raid_events *ev);
  * vol_replace_refused: read-only volume, bad slot, no redundancy, a job running, slot not
  * failed/missing, path already the member of another slot; vol_check_new_member: the member
  * opened as dev is large enough, its block size fits, it holds no other array's superblock
- * and is no active member (reads its superblock). Each returns 0 or -errno with err.
+ * (unless force) and is no active member (reads its superblock). Each returns 0 or -errno with err.
  */
 int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
                         size_t errlen);
 int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
-                         char *err, size_t errlen);
+                         bool force, char *err, size_t errlen);
+/* replace's content check of the new member dev (opened from path): unless force, one that
+ * visibly holds data (a signature, meta/probe.h: libblkid over the local file, else the first
+ * RK_PROBE_LEN bytes) is refused -EEXIST naming it; this array's own old member (its
+ * superblock) passes. 0 or -errno with err. */
+int vol_check_signature(struct rk_volume *v, const char *path, struct rk_dev *dev, bool force,
+                        char *err, size_t errlen);
 /* vol_replace_refused without the read-only check: what the precheck (volume_precheck.c) asks
  * of a read-only open before the writable one. 0 or -errno with err. */
 int vol_slot_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,

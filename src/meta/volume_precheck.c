@@ -40,7 +40,9 @@ static int precheck_member(struct rk_volume *v, const struct rk_precheck *pc, ch
         r = vol_readd_identify(v, pc->slot, pc->member, &msb, v->sb.events + 1, err, errlen);
     }
     if (!r)
-        r = vol_check_new_member(v, pc->slot, pc->member, dev, err, errlen);
+        r = vol_check_new_member(v, pc->slot, pc->member, dev, pc->force, err, errlen);
+    if (!r && pc->op == RK_PRECHECK_REPLACE && !old)
+        r = vol_check_signature(v, pc->member, dev, pc->force, err, errlen);
     rk_dev_close(dev);
     return r;
 }

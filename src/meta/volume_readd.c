@@ -310,7 +310,7 @@ int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64
     if (!r)
         r = vol_readd_identify(v, slot, path, &msb, v->sb.events, err, errlen);
     if (!r)
-        r = vol_check_new_member(v, slot, path, dev, err, errlen);
+        r = vol_check_new_member(v, slot, path, dev, false, err, errlen);
     if (!r)
         r = readd_dev(v, slot, path, &dev, &msb, rate, err, errlen);
     if (!r && note) {
