@@ -55,7 +55,7 @@ _raidkit()
                  --single --run --exit-with-parent --pidfile --config" ;;
     status) opts="--control --json --test" ;;
     fail) opts="--control --slot --json" ;;
-    replace) opts="--control --slot --with --rate --wait --degraded --json --progress
+    replace) opts="--control --slot --with --force --rate --wait --degraded --json --progress
                    --no-progress" ;;
     re-add) opts="--control --slot --rate --wait --degraded --json --progress --no-progress" ;;
     scrub) opts="--control --repair --rate --no-wait --degraded --json --progress --no-progress" ;;

@@ -109,6 +109,38 @@ struct rk_volume;
 int rk_volume_open(const char *const *paths, int n, const struct rk_open_opts *opts,
                    struct rk_volume **out, char *err, size_t errlen);
 
+/* What rk_volume_precheck checks before an offline manage command opens the array writable. */
+enum rk_precheck_op {
+    RK_PRECHECK_REPLACE, /* rk_volume_replace(slot, member) */
+    RK_PRECHECK_READD,   /* rk_volume_readd(slot, member) */
+};
+
+struct rk_precheck {
+    enum rk_precheck_op op;
+    uint32_t slot;      /* the slot acted on */
+    const char *member; /* the new member (replace) or the returning one (re-add): a path or URI */
+    bool force;         /* replace: overwrite a member holding a signature (RK_REPLACE_FORCE) */
+};
+
+/*
+ * Validate an offline replace or re-add completely before anything is written (the product's
+ * "validate everything before writing to a member"): assemble the n member paths read-only and
+ * degraded (nothing written, no job started), run every check rk_volume_replace or
+ * rk_volume_readd would run after the writable open (slot in range, level with redundancy,
+ * slot failed or missing, member not already another slot's; replace: the new member opens
+ * read-write, is large enough, its block size fits, it holds no other array's superblock nor
+ * any other signature (unless force: rk_volume_replace_with), and
+ * when it is the slot's old member the re-add checks below; re-add: it holds this array's
+ * superblock recorded for slot with an older event counter), close. The event check compares
+ * with the array's counter + 1 (a writable open raises it at least that much). Whether missing
+ * slots may be missing (--degraded) is the caller's check. Returns 0 when the command can run,
+ * else -errno with one line in err: rk_volume_open's errors, or those of rk_volume_replace /
+ * rk_volume_readd (-EINVAL, -EOPNOTSUPP, -EBUSY, -EEXIST, -ENOSPC, -EXDEV, -ESTALE, -ENODATA,
+ * open errors of the member).
+ */
+int rk_volume_precheck(const char *const *paths, int n, const struct rk_precheck *pc, char *err,
+                       size_t errlen);
+
 /* The volume's top device (serve this). Owned by the volume. */
 struct rk_dev *rk_volume_dev(struct rk_volume *v);
 
@@ -128,16 +160,28 @@ const char *rk_volume_member_path(struct rk_volume *v, uint32_t slot);
  * most rate bytes/s, 0 = unlimited; progress via rk_raid_progress(rk_volume_raid(v))). The
  * slot must be failed or missing (an active slot is refused: fail it first, like md). The new
  * member must exist, be writable, hold data_offset + the slot's data size, have a block size
- * <= the array's, and be neither a member of this array nor hold another array's superblock.
- * Then its superblock (new member UUID, state rebuilding, rebuild offset 0) and the others
- * (event + 1) are written, the engine writes to it, and the rebuild checkpoints its offset into
- * every superblock about once a second; on completion the slot is active (event + 1).
- * Returns 0, or -errno with one line in err: -EINVAL bad slot/member, -EBUSY slot not failed
- * or a rebuild/scrub running, -ENOSPC member too small, -EEXIST member already in use,
- * -EROFS read-only volume, -EOPNOTSUPP level without redundancy. Nothing changes on error.
+ * <= the array's, and be neither a member of this array nor hold another array's superblock
+ * nor any other signature of data (a file system, partition table, ... : src/meta/probe.h);
+ * rk_volume_replace_with(RK_REPLACE_FORCE) overwrites those two. Then its superblock (new member
+ * UUID, state rebuilding, rebuild offset 0) and the others (event + 1) are written, the engine
+ * writes to it, and the rebuild checkpoints its offset into every superblock about once a second;
+ * on completion the slot is active (event + 1). Returns 0, or -errno with one line in err: -EINVAL
+ * bad slot/member, -EBUSY slot not failed or a rebuild/scrub running, -ENOSPC member too small,
+ * -EEXIST member already in use, -EROFS read-only volume, -EOPNOTSUPP level without redundancy.
+ * Nothing changes on error.
  */
 int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
                       char *err, size_t errlen);
+
+/* Flags of rk_volume_replace_with. */
+#define RK_REPLACE_FORCE                                                                           \
+    0x1u /* overwrite a new member holding another array's superblock or a                         \
+            file system / partition table / other signature */
+
+/* rk_volume_replace with flags (RK_REPLACE_FORCE); rk_volume_replace is flags 0. Same returns
+ * (-EEXIST names the signature found, "use --force to overwrite it"). */
+int rk_volume_replace_with(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
+                           uint32_t flags, char *err, size_t errlen);
 
 /*
  * Re-add (md's --re-add; docs/ARCHITECTURE.md "Re-add"): put the slot's old member, back with

@@ -50,6 +50,8 @@ struct rk_volume;
 struct cli_serve_volume {
     struct rk_volume *vol; /* open volume; the caller closes it (rk_volume_close) */
     const char *control;   /* --control PATH or NULL */
+    int control_fd;        /* its socket, bound before the volume opened (rk_control_listen;
+                              serve it with rk_control_start_fd), -1 without --control */
     int threads;           /* --threads N, 0 when not given */
     bool read_only;        /* --read-only */
     uint64_t rebuild_rate; /* --rebuild-rate in bytes per second, 0 = unlimited */

@@ -147,7 +147,7 @@ int cli_fuse(int argc, char **argv)
     char err[512] = "";
     struct rk_control *ctl = NULL;
     if (sv.control) {
-        r = rk_control_start(sv.control, sv.vol, &ctl, err, sizeof(err));
+        r = rk_control_start_fd(sv.control_fd, sv.control, sv.vol, &ctl, err, sizeof(err));
         if (r) {
             fprintf(stderr, "raidkit fuse: %s\n", err[0] ? err : strerror(-r));
             rk_volume_close(sv.vol);

@@ -67,6 +67,7 @@ int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv, struct
         {"progress", no_argument, NULL, 'P'},
         {"no-progress", no_argument, NULL, 'N'},
         {"degraded", no_argument, NULL, 'D'}, /* long option only */
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -75,7 +76,7 @@ int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv, struct
     o->slot = -1;
     opterr = 0;
     optind = 1;
-    while ((li = -1, c = getopt_long(argc, argv, ":c:js:w:r:WRntPh", longopts, &li)) != -1) {
+    while ((li = -1, c = getopt_long(argc, argv, ":c:js:w:r:WRntPfh", longopts, &li)) != -1) {
         uint64_t v;
         if (c != ':' && c != '?' && mgmt_applies_to(cmd, c, li >= 0 ? longopts[li].name : NULL))
             return CLI_EXIT_USAGE;
@@ -125,6 +126,9 @@ int mgmt_parse(const char *cmd, const char *usage, int argc, char **argv, struct
             break;
         case 'D':
             o->degraded = true;
+            break;
+        case 'f':
+            o->force = true;
             break;
         case 'h':
             fputs(usage, stdout);

@@ -29,17 +29,21 @@
 #define MiB (1024.0 * 1024.0)
 
 static const char replace_usage[] =
-    "Usage: raidkit replace --slot N --with NEWMEMBER [--rate MIB] [--wait] [--json]\n"
+    "Usage: raidkit replace --slot N --with NEWMEMBER [--force] [--rate MIB] [--wait] [--json]\n"
     "                       [--progress|--no-progress] (--control PATH | [--degraded] MEMBER...)\n"
     "\n"
     "Rebuild slot N onto NEWMEMBER (an existing file or device, at least as large as the slot\n"
-    "needs, not holding another array's superblock). The slot must be failed or missing: fail\n"
+    "needs, holding neither another array's superblock nor a file system, partition table or\n"
+    "other signature unless --force; random bytes are fine). The slot must be failed or missing: "
+    "fail\n"
     "an active member first (raidkit fail). Online with --control (the rebuild runs in the\n"
     "server; see raidkit status), or offline on the MEMBER files (in the foreground with\n"
     "progress on stderr). The rebuild offset is checkpointed: a restart resumes it.\n"
     "\n"
     "  -s, --slot N        the slot to rebuild\n"
     "  -w, --with PATH     the new member\n"
+    "  -f, --force         overwrite a new member that holds another array's superblock or a\n"
+    "                      file system / partition table signature\n"
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
     "  -W, --wait          online: wait until the rebuild ended\n"
     "  -c, --control PATH  the control socket of a running `raidkit serve --control PATH`\n"
@@ -136,6 +140,30 @@ static int mgmt_open(const char *cmd, int argc, char **argv, bool ro, bool degra
     return r;
 }
 
+/* Offline replace/re-add: every check of the command over a read-only assembly
+ * (rk_volume_precheck) before the writable open, so a refusal writes nothing. 0, or
+ * CLI_EXIT_FAIL after one line. */
+static int mgmt_precheck(const char *cmd, int n, char **paths, enum rk_precheck_op op, int64_t slot,
+                         const char *member, bool force)
+{
+    struct rk_precheck pc = {.op = op, .slot = (uint32_t)slot, .member = member, .force = force};
+    char err[600] = "";
+    int r = rk_volume_precheck((const char *const *)paths, n, &pc, err, sizeof(err));
+    if (r)
+        fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
+    return r ? CLI_EXIT_FAIL : 0;
+}
+
+/* A resync the writable open started (a dirty array) runs first: replace and re-add refuse
+ * to start beside a running job. */
+static void mgmt_resync_first(struct rk_volume *vol)
+{
+    struct rk_dev *raid = rk_volume_raid(vol);
+    struct rk_raid_progress pr;
+    if (rk_raid_progress(raid, &pr) == 0 && pr.kind == RK_JOB_RESYNC && pr.state == RK_JOB_RUNNING)
+        rk_raid_job_wait(raid);
+}
+
 /* Print obj (consumed) with "slot", "with" and "result" added, as replace --json's result. */
 static int mgmt_print_result(cJSON *obj, int64_t slot, const char *with, const char *result)
 {
@@ -174,6 +202,8 @@ int cli_replace(int argc, char **argv)
         cJSON_AddNumberToObject(req, "slot", (double)o.slot);
         cJSON_AddStringToObject(req, "with", abs);
         cJSON_AddNumberToObject(req, "rate", (double)o.rate);
+        if (o.force)
+            cJSON_AddBoolToObject(req, "force", true);
         cJSON *reply = mgmt_call("replace", o.control, req);
         int rc = reply ? mgmt_check("replace", reply) : CLI_EXIT_FAIL;
         if (rc || (o.json && !o.wait)) {
@@ -193,10 +223,13 @@ int cli_replace(int argc, char **argv)
     if (mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
                            &need) ||
         mgmt_new_member_check(abs, need) ||
+        mgmt_precheck("replace", n, argv + optind, RK_PRECHECK_REPLACE, o.slot, abs, o.force) ||
         mgmt_open("replace", n, argv + optind, false, degraded, &vol))
         return CLI_EXIT_FAIL;
     char err[600] = "";
-    r = rk_volume_replace(vol, (uint32_t)o.slot, abs, o.rate, err, sizeof(err));
+    mgmt_resync_first(vol);
+    r = rk_volume_replace_with(vol, (uint32_t)o.slot, abs, o.rate, o.force ? RK_REPLACE_FORCE : 0,
+                               err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit replace: %s\n", err[0] ? err : strerror(-r));
         rk_volume_close(vol);
@@ -253,9 +286,7 @@ int cli_scrub(int argc, char **argv)
         mgmt_open("scrub", n, argv + optind, !o.repair, degraded, &vol))
         return CLI_EXIT_FAIL;
     struct rk_dev *raid = rk_volume_raid(vol);
-    struct rk_raid_progress pr;
-    if (rk_raid_progress(raid, &pr) == 0 && pr.kind == RK_JOB_RESYNC && pr.state == RK_JOB_RUNNING)
-        rk_raid_job_wait(raid); /* the resync this writable open started comes first */
+    mgmt_resync_first(vol); /* the resync this writable open started comes first */
     r = rk_raid_scrub_start(raid, o.repair, o.rate);
     if (!r)
         r = mgmt_offline_wait("scrub", raid);
@@ -334,8 +365,10 @@ int cli_readd(int argc, char **argv)
     if (mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
                            NULL) ||
         mgmt_readd_member_check(abs, n, argv + optind + 1, o.slot) ||
+        mgmt_precheck("re-add", n, argv + optind + 1, RK_PRECHECK_READD, o.slot, abs, false) ||
         mgmt_open("re-add", n, argv + optind + 1, false, degraded, &vol))
         return CLI_EXIT_FAIL;
+    mgmt_resync_first(vol);
     r = rk_volume_readd(vol, (uint32_t)o.slot, abs, o.rate, note, sizeof(note), err, sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit re-add: %s\n", err[0] ? err : strerror(-r));

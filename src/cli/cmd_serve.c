@@ -384,15 +384,19 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     struct rk_nbd_opts *no = &o->no;
     char err[512] = "";
     struct rk_volume *vol = NULL;
-    if (o->pidfile && front_pidfile_check(o->pidfile, err, sizeof(err))) {
-        fprintf(stderr, "raidkit serve: %s\n", err); /* before any member is touched */
+    /* Before any member is touched: the pid file is made once as a probe (its directory
+     * takes a file of that name), the control socket is bound for real. */
+    if (o->pidfile && front_pidfile_probe(o->pidfile, err, sizeof(err))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
         close(no->fd);
         if (o->hidden[0])
             unlink(o->hidden);
         return CLI_EXIT_USAGE;
     }
-    if (o->control && front_control_check(o->control, err, sizeof(err))) {
-        fprintf(stderr, "raidkit serve: %s\n", err); /* before any member is touched */
+    int ctl_fd = -1;
+    if (o->control && (front_control_check(o->control, err, sizeof(err)) ||
+                       rk_control_listen(o->control, &ctl_fd, err, sizeof(err)))) {
+        fprintf(stderr, "raidkit serve: %s\n", err);
         close(no->fd);
         if (o->hidden[0])
             unlink(o->hidden);
@@ -406,6 +410,10 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         close(no->fd); /* and the socket file serve_source bound */
         if (o->hidden[0])
             unlink(o->hidden);
+        if (ctl_fd >= 0) {
+            close(ctl_fd);
+            unlink(o->control);
+        }
         return CLI_EXIT_FAIL;
     }
     if (rk_volume_remote_watch(vol, o->oo.rebuild_rate)) /* URI members: fail, reconnect */
@@ -422,12 +430,16 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         unlink(o->hidden);
     if (r) {
         fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
+        if (ctl_fd >= 0) {
+            close(ctl_fd);
+            unlink(o->control);
+        }
         rk_volume_close(vol);
         return CLI_EXIT_FAIL;
     }
     struct rk_control *ctl = NULL;
     if (o->control) {
-        r = rk_control_start(o->control, vol, &ctl, err, sizeof(err));
+        r = rk_control_start_fd(ctl_fd, o->control, vol, &ctl, err, sizeof(err));
         if (r) {
             fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
             rk_nbd_server_destroy(srv);
@@ -617,18 +629,26 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
     if (o.fault_all && serve_fault_all(&o.oo, o.fault_all, n, o.all_spec, sizeof(o.all_spec)))
         return CLI_EXIT_USAGE;
     char err[512] = "";
-    if (o.control && front_control_check(o.control, err, sizeof(err))) {
-        fprintf(stderr, "raidkit %s: %s\n", argv[0], err); /* before any member is touched */
-        return CLI_EXIT_FAIL;
-    }
+    out->control_fd = -1;
     if ((r = cli_check_duplicates(argv[0], (const char *const *)argv + optind + skip, n)))
         return r;
     if (out->check && out->check(argv + optind, skip))
         return CLI_EXIT_FAIL;
+    /* The control socket is bound for real before any member is touched (as serve does). */
+    if (o.control && (front_control_check(o.control, err, sizeof(err)) ||
+                      rk_control_listen(o.control, &out->control_fd, err, sizeof(err)))) {
+        fprintf(stderr, "raidkit %s: %s\n", argv[0], err);
+        return CLI_EXIT_FAIL;
+    }
     r = rk_volume_open((const char *const *)argv + optind + skip, n, &o.oo, &out->vol, err,
                        sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit %s: %s\n", argv[0], err[0] ? err : strerror(-r));
+        if (out->control_fd >= 0) {
+            close(out->control_fd);
+            out->control_fd = -1;
+            unlink(o.control);
+        }
         return CLI_EXIT_FAIL;
     }
     out->control = o.control;

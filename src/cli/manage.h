@@ -25,7 +25,7 @@ struct mgmt_opts {
     const char *control, *with;
     int64_t slot;
     uint64_t rate;
-    bool json, wait, repair, no_wait, test, degraded;
+    bool json, wait, repair, no_wait, test, degraded, force;
 };
 
 /* Parse argv of management command cmd (status, fail, replace, re-add, scrub) into *o, refusing

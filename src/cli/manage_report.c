@@ -18,7 +18,7 @@ static const char *jstr(const cJSON *o, const char *key)
 static const struct {
     const char *cmd, *opts;
 } mgmt_applies[] = {
-    {"status", "cjth"},     {"fail", "csjh"},        {"replace", "cswrWjPNDh"},
+    {"status", "cjth"},     {"fail", "csjh"},        {"replace", "cswrWjPNDfh"},
     {"scrub", "cRrnjPNDh"}, {"re-add", "csrWjPNDh"},
 };
 

@@ -260,15 +260,40 @@ int front_pidfile_check(const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* The temporary name front_pidfile_write writes the pid to before renaming it onto path. */
+static int front_pidfile_tmp(const char *path, char *tmp, size_t len, char *err, size_t errlen)
+{
+    if ((size_t)snprintf(tmp, len, "%s.tmp%d", path, (int)getpid()) >= len) {
+        rk_set_err(err, errlen, "--pidfile %s: path too long", path);
+        return -1;
+    }
+    return 0;
+}
+
+int front_pidfile_probe(const char *path, char *err, size_t errlen)
+{
+    char tmp[4096];
+    if (front_pidfile_check(path, err, errlen) ||
+        front_pidfile_tmp(path, tmp, sizeof(tmp), err, errlen))
+        return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rk_set_err(err, errlen, "--pidfile %s: cannot create a file there: %s", path,
+                   strerror(errno));
+        return -1;
+    }
+    close(fd);
+    unlink(tmp);
+    return 0;
+}
+
 int front_pidfile_write(const char *path, char *err, size_t errlen)
 {
     if (front_pidfile_check(path, err, errlen))
         return -1;
     char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp%d", path, (int)getpid()) >= sizeof(tmp)) {
-        rk_set_err(err, errlen, "--pidfile %s: path too long", path);
+    if (front_pidfile_tmp(path, tmp, sizeof(tmp), err, errlen))
         return -1;
-    }
     FILE *f = fopen(tmp, "w");
     if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) || rename(tmp, path)) {
         rk_set_err(err, errlen, "--pidfile %s: %s", path, strerror(errno));

@@ -53,8 +53,8 @@ void front_uri(const char *listen, const char *export_name, char *uri, size_t le
  * errors are ignored (a notification is advisory). */
 void front_notify(const char *state);
 
-/* Whether --control PATH can be served, checked before any member is opened (the control
- * socket itself is made once the array is open, rk_control_start): PATH fits a unix socket
+/* Whether --control PATH can be served, checked before any member is opened (serve then binds
+ * it, rk_control_listen, still before the array opens): PATH fits a unix socket
  * address, and it is absent with a writable directory, or a stale socket nobody accepts on. A
  * live socket or any other file is refused. 0, or -1 with the reason (naming PATH) in err. */
 int front_control_check(const char *path, char *err, size_t errlen);
@@ -63,6 +63,11 @@ int front_control_check(const char *path, char *err, size_t errlen);
  * is a regular file holding only a decimal pid (an old pid file). Anything else (a member named
  * by mistake, any other file, a symlink) is refused. 0, or -1 with the reason in err. */
 int front_pidfile_check(const char *path, char *err, size_t errlen);
+/* front_pidfile_check, then a real probe before any member is opened: the temporary file
+ * front_pidfile_write renames onto PATH is created (O_EXCL) and removed again, so a directory
+ * that takes no file (a read-only or virtual file system, where root passes access(2)) or a
+ * name too long is refused now. 0, or -1 with the reason (naming PATH) in err. */
+int front_pidfile_probe(const char *path, char *err, size_t errlen);
 
 /* Write our pid and a newline to path (0644, atomically via rename). 0, or -1 with err. */
 int front_pidfile_write(const char *path, char *err, size_t errlen);

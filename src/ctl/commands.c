@@ -352,7 +352,7 @@ static char *ctl_fail(struct rk_volume *v, const cJSON *req)
     return ctl_ok("message", "slot marked failed");
 }
 
-/* {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S} */
+/* {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S[,"force":true]} */
 static char *ctl_replace(struct rk_volume *v, const cJSON *req)
 {
     char *reply = NULL;
@@ -369,7 +369,9 @@ static char *ctl_replace(struct rk_volume *v, const cJSON *req)
     if (ctl_rate(req, "replace", &rate, &reply))
         return reply;
     char err[600] = "";
-    int r = rk_volume_replace(v, slot, with->valuestring, rate, err, sizeof(err));
+    bool force = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(req, "force"));
+    int r = rk_volume_replace_with(v, slot, with->valuestring, rate, force ? RK_REPLACE_FORCE : 0,
+                                   err, sizeof(err));
     if (r)
         return rk_control_error("%s", err[0] ? err : strerror(-r));
     /* The slot's old member is re-added (rk_volume_replace recognised it): say how. */

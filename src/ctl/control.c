@@ -237,21 +237,43 @@ static void *ctl_thread(void *arg)
     return NULL;
 }
 
+int rk_control_listen(const char *path, int *fd, char *err, size_t errlen)
+{
+    struct rk_unix_perm perm = RK_UNIX_PERM_DEFAULT;
+    return rk_unix_listen(path, &perm, 16, "control socket", fd, err, errlen);
+}
+
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen)
 {
+    int fd = -1;
+    *out = NULL;
+    int r = rk_control_listen(path, &fd, err, errlen);
+    return r ? r : rk_control_start_fd(fd, path, v, out, err, errlen);
+}
+
+int rk_control_start_fd(int fd, const char *path, struct rk_volume *v, struct rk_control **out,
+                        char *err, size_t errlen)
+{
     *out = NULL;
     struct rk_control *c = calloc(1, sizeof(*c));
-    if (!c)
+    if (!c) {
+        close(fd);
+        unlink(path);
         return -ENOMEM;
+    }
     c->v = v;
-    c->fd = c->stop[0] = c->stop[1] = -1;
+    c->fd = fd;
+    c->stop[0] = c->stop[1] = -1;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->handle_lock, NULL);
-    struct rk_unix_perm perm = RK_UNIX_PERM_DEFAULT;
-    int r = rk_unix_listen(path, &perm, 16, "control socket", &c->fd, err, errlen);
-    if (r)
+    int r = 0;
+    if (strlen(path) >= sizeof(c->path)) {
+        r = -EINVAL;
+        rk_set_err(err, errlen, "control socket %s: path too long", path);
+        unlink(path);
         goto fail;
+    }
     memcpy(c->path, path, strlen(path) + 1);
     if (pipe2(c->stop, O_CLOEXEC)) {
         r = -errno;

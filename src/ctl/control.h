@@ -27,7 +27,7 @@ struct rk_control;
  * rk_control_stop, up to RK_CONTROL_CLIENTS_MAX clients at once. Requests:
  *   {"cmd":"status"}
  *   {"cmd":"fail","slot":N}
- *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S}
+ *   {"cmd":"replace","slot":N,"with":"/abs/path","rate":BYTES_PER_S[,"force":true]}
  *   {"cmd":"scrub","repair":BOOL,"rate":BYTES_PER_S}
  * Replies: {"ok":true,...} or {"ok":false,"error":"one line"}; status adds "status":{...}.
  * v must stay open until rk_control_stop. Returns 0 and *out, or -errno with one line in err:
@@ -36,6 +36,16 @@ struct rk_control;
  */
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen);
+
+/* Only the socket of rk_control_start: bind and listen on path (mode 0600, as there) into *fd,
+ * so that a caller can prove the path usable before it opens the volume (serve). 0, or the
+ * -errno of rk_control_start with one line in err. */
+int rk_control_listen(const char *path, int *fd, char *err, size_t errlen);
+
+/* rk_control_start over fd, a socket rk_control_listen made at path (owned from here on:
+ * closed, and path unlinked, on failure and by rk_control_stop). Same returns. */
+int rk_control_start_fd(int fd, const char *path, struct rk_volume *v, struct rk_control **out,
+                        char *err, size_t errlen);
 
 /* Stop the threads (clients are cut off), close and unlink the socket, free c (NULL accepted). */
 void rk_control_stop(struct rk_control *c);

@@ -136,7 +136,7 @@ static int create_check_existing(struct create_member *c, const struct rk_create
         rk_set_err(err, errlen, "member %s is not readable: %s", c->path, strerror(-r));
         goto out;
     }
-    const char *sig = rk_probe_signature(probe, (size_t)got);
+    const char *sig = rk_probe_fd_signature(*fd, c->cur_size, probe, (size_t)got);
     if (sig && !o->force) {
         r = -EEXIST;
         rk_set_err(err, errlen, "member %s already holds %s; use --force to overwrite it", c->path,

@@ -100,27 +100,6 @@ static int info_check_bitmap(const struct meta_member *m, char *err, size_t errl
     return r;
 }
 
-/* A member shorter than its superblock's data area (truncated file, shrunk device) holds only
- * part of its slot: classed META_TRUNCATED with the sizes, and its slot left without a member
- * (so the array state counts it missing). Needs the scan's devices open (keep_open). */
-static void info_check_sizes(struct meta_scan *s)
-{
-    for (int i = 0; i < s->n; i++) {
-        struct meta_member *m = &s->m[i];
-        uint64_t need = m->sb.data_offset + m->sb.data_size;
-        if (m->cls != META_OK || !m->dev || m->dev->size >= need)
-            continue;
-        m->cls = META_TRUNCATED;
-        m->rc = -ENOSPC;
-        snprintf(m->reason, sizeof(m->reason),
-                 "is truncated: %" PRIu64 " bytes, its superblock needs %" PRIu64
-                 " (data offset %" PRIu64 " + data size %" PRIu64 "); not usable",
-                 m->dev->size, need, m->sb.data_offset, m->sb.data_size);
-        if (m->sb.slot < RK_MAX_MEMBERS && s->slot_member[m->sb.slot] == i)
-            s->slot_member[m->sb.slot] = -1;
-    }
-}
-
 /* Problems of the scan as lines, handed to emit one by one. */
 static void info_problems(const struct meta_scan *s, void (*emit)(void *ctx, const char *line),
                           void *ctx)
@@ -429,7 +408,7 @@ char *rk_volume_info(const char *const *paths, int n, bool json, char *err, size
     }
     if (nm) {
         meta_scan(s, mp, nm, RK_FILE_READ_ONLY | RK_FILE_BUFFERED, true);
-        info_check_sizes(s);
+        meta_scan_check_sizes(s);
         meta_scan_close(s);
     }
     bool any = nc > 0;

@@ -21,7 +21,7 @@ enum meta_class {
     META_DUPLICATE,  /* claims a slot another member already holds */
     META_CONFLICT,   /* same array and event as the newest, but a different geometry */
     META_TRUNCATED,  /* valid superblock, but the file or device is shorter than its data area
-                        (set by info only: assembly refuses it as the engine's "cannot hold") */
+                        (meta_scan_check_sizes: info and assembly set it aside, slot missing) */
 };
 
 /* One member of a scan. reason holds the message for every class but META_OK. */
@@ -52,6 +52,12 @@ int meta_write_sb(struct rk_dev *dev, const struct rk_sb *sb);
 void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t flags,
                bool keep_open);
 void meta_scan_close(struct meta_scan *s);
+/* After meta_scan with keep_open: a member shorter than its superblock's data area (a truncated
+ * file, a shrunk device: data offset + data size) holds only part of its slot. It is classed
+ * META_TRUNCATED (rc -ENOSPC, reason with the sizes), its device stays open (the caller closes
+ * it with the others) and its slot is left without a member, so assembly counts the slot
+ * missing (--degraded as usual) instead of reading past its end later. */
+void meta_scan_check_sizes(struct meta_scan *s);
 
 /* Short names of the classes: "ok", "unreadable", "corrupt", "foreign", "stale", ... */
 const char *meta_class_name(enum meta_class c);

@@ -257,6 +257,24 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
     scan_classify(s);
 }
 
+void meta_scan_check_sizes(struct meta_scan *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        struct meta_member *m = &s->m[i];
+        uint64_t need = m->sb.data_offset + m->sb.data_size;
+        if (m->cls != META_OK || !m->dev || m->dev->size >= need)
+            continue;
+        m->cls = META_TRUNCATED;
+        m->rc = -ENOSPC;
+        snprintf(m->reason, sizeof(m->reason),
+                 "is truncated: %" PRIu64 " bytes, its superblock needs %" PRIu64
+                 " (data offset %" PRIu64 " + data size %" PRIu64 "); set aside, not used",
+                 m->dev->size, need, m->sb.data_offset, m->sb.data_size);
+        if (m->sb.slot < RK_MAX_MEMBERS && s->slot_member[m->sb.slot] == i)
+            s->slot_member[m->sb.slot] = -1;
+    }
+}
+
 void meta_scan_close(struct meta_scan *s)
 {
     for (int i = 0; i < s->n; i++) {

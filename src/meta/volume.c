@@ -138,13 +138,15 @@ static int vol_apply_faults(struct rk_volume *v, const struct rk_open_opts *o, c
     return 0;
 }
 
-/* Phase 1, scan: read every member's superblock, refuse foreign, duplicate and conflicting
- * members, take the newest superblock, and name (then close) the members never used. */
+/* Phase 1, scan: read every member's superblock, set truncated members aside, refuse foreign,
+ * duplicate and conflicting members, take the newest superblock, and name (then close) the
+ * members never used. */
 static int vol_scan_members(struct rk_volume *v, struct vol_asm *a, const char *const *paths, int n)
 {
     struct meta_scan *s = a->s;
     v->file_flags = a->o->file_flags | (a->o->read_only ? RK_FILE_READ_ONLY : 0);
     meta_scan(s, paths, n, v->file_flags, true);
+    meta_scan_check_sizes(s); /* a truncated member is set aside: its slot is missing */
     int r = vol_check_scan(s, a->err, a->errlen);
     if (r)
         return r;

@@ -155,12 +155,33 @@ void vol_resync_events(struct rk_raid_events *ev);
  * vol_replace_refused: read-only volume, bad slot, no redundancy, a job running, slot not
  * failed/missing, path already the member of another slot; vol_check_new_member: the member
  * opened as dev is large enough, its block size fits, it holds no other array's superblock
- * and is no active member (reads its superblock). Each returns 0 or -errno with err.
+ * (unless force) and is no active member (reads its superblock). Each returns 0 or -errno with err.
  */
 int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
                         size_t errlen);
 int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
-                         char *err, size_t errlen);
+                         bool force, char *err, size_t errlen);
+/* replace's content check of the new member dev (opened from path): unless force, one that
+ * visibly holds data (a signature, meta/probe.h: libblkid over the local file, else the first
+ * RK_PROBE_LEN bytes) is refused -EEXIST naming it; this array's own old member (its
+ * superblock) passes. 0 or -errno with err. */
+int vol_check_signature(struct rk_volume *v, const char *path, struct rk_dev *dev, bool force,
+                        char *err, size_t errlen);
+/* vol_replace_refused without the read-only check: what the precheck (volume_precheck.c) asks
+ * of a read-only open before the writable one. 0 or -errno with err. */
+int vol_slot_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
+                     size_t errlen);
+/* Is path (a local file, or a URI compared as a string) the same file as a current member?
+ * The slot, or -1. */
+int vol_same_file(struct rk_volume *v, const char *path);
+/*
+ * Re-add (volume_readd.c): is msb (the returning member's superblock read from path) the old
+ * member of slot: this array's, recorded for slot, its event counter below events (the
+ * array's: v->sb.events, or the precheck's v->sb.events + 1, what a writable open at least
+ * raises it to)? 0, or -EXDEV / -ESTALE with one line in err.
+ */
+int vol_readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
+                       const struct rk_sb *msb, uint64_t events, char *err, size_t errlen);
 
 /* The old devices of slot (a failed member) retire: kept open until close, since I/O may
  * still be in flight to them. Caller holds v->lock. */

@@ -25,9 +25,8 @@ static int readd_slot_of(const struct rk_volume *v, const uint8_t *u)
     return -1;
 }
 
-/* Is msb (the returning member's superblock) the old member of slot? 0, or -errno with err. */
-static int readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
-                          const struct rk_sb *msb, char *err, size_t errlen)
+int vol_readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
+                       const struct rk_sb *msb, uint64_t events, char *err, size_t errlen)
 {
     char ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
     if (memcmp(msb->array_uuid, v->sb.array_uuid, RK_UUID_LEN)) {
@@ -50,11 +49,11 @@ static int readd_identify(struct rk_volume *v, uint32_t slot, const char *path,
                    slot);
         return -ESTALE;
     }
-    if (msb->events >= v->sb.events) {
+    if (msb->events >= events) {
         rk_set_err(err, errlen,
                    "%s has event %" PRIu64 ", not older than the array's %" PRIu64
                    ": it did not leave this array",
-                   path, msb->events, v->sb.events);
+                   path, msb->events, events);
         return -ESTALE;
     }
     return 0;
@@ -270,7 +269,7 @@ int vol_readd_if_old(struct rk_volume *v, uint32_t slot, const char *path, struc
         memcmp(msb.array_uuid, v->sb.array_uuid, RK_UUID_LEN) ||
         memcmp(msb.member_uuid, v->sb.slots[slot].uuid, RK_UUID_LEN))
         return 1;
-    int r = readd_identify(v, slot, path, &msb, err, errlen);
+    int r = vol_readd_identify(v, slot, path, &msb, v->sb.events, err, errlen);
     if (r)
         return r;
     return readd_dev(v, slot, path, dev, &msb, rate, err, errlen);
@@ -309,9 +308,9 @@ int rk_volume_readd(struct rk_volume *v, uint32_t slot, const char *path, uint64
         r = -ENODATA;
     }
     if (!r)
-        r = readd_identify(v, slot, path, &msb, err, errlen);
+        r = vol_readd_identify(v, slot, path, &msb, v->sb.events, err, errlen);
     if (!r)
-        r = vol_check_new_member(v, slot, path, dev, err, errlen);
+        r = vol_check_new_member(v, slot, path, dev, false, err, errlen);
     if (!r)
         r = readd_dev(v, slot, path, &dev, &msb, rate, err, errlen);
     if (!r && note) {

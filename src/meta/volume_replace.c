@@ -7,14 +7,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/util.h"
+#include "meta/probe.h"
 #include "raidkit/member.h"
 #include "raidkit/member_nbd.h"
 
-/* Is path the same file as a current member? Returns the slot or -1. */
-static int vol_same_file(struct rk_volume *v, const char *path)
+int vol_same_file(struct rk_volume *v, const char *path)
 {
     struct stat a, b;
     if (rk_member_is_uri(path)) { /* a remote member: the same URI string */
@@ -32,7 +34,7 @@ static int vol_same_file(struct rk_volume *v, const char *path)
 }
 
 int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, struct rk_dev *dev,
-                         char *err, size_t errlen)
+                         bool force, char *err, size_t errlen)
 {
     uint64_t need = v->sb.data_offset + v->sb.slots[slot].data_size;
     char sz[32], nsz[32], ua[RK_UUID_STR_LEN], ub[RK_UUID_STR_LEN];
@@ -53,8 +55,12 @@ int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, s
     char serr[200];
     if (meta_read_sb(dev, &sb, serr, sizeof(serr)) == 0) {
         if (memcmp(sb.array_uuid, v->sb.array_uuid, RK_UUID_LEN) != 0) {
-            rk_set_err(err, errlen, "%s holds a superblock of another array (%s); wipe it first",
-                       path, rk_uuid_format(sb.array_uuid, ua));
+            if (force)
+                return 0; /* --force: overwrite the other array's member */
+            rk_set_err(err, errlen,
+                       "%s holds a raidkit superblock of another array (%s, slot %" PRIu32
+                       "); use --force to overwrite it",
+                       path, rk_uuid_format(sb.array_uuid, ua), sb.slot);
             return -EEXIST;
         }
         for (uint32_t i = 0; i < v->sb.members; i++) {
@@ -70,6 +76,41 @@ int vol_check_new_member(struct rk_volume *v, uint32_t slot, const char *path, s
     return 0;
 }
 
+int vol_check_signature(struct rk_volume *v, const char *path, struct rk_dev *dev, bool force,
+                        char *err, size_t errlen)
+{
+    struct rk_sb sb;
+    char serr[200];
+    if (force || (meta_read_sb(dev, &sb, serr, sizeof(serr)) == 0 &&
+                  !memcmp(sb.array_uuid, v->sb.array_uuid, RK_UUID_LEN)))
+        return 0; /* this array's own (old) member: its superblock is all it holds for us */
+    size_t len = dev->size < RK_PROBE_LEN ? (size_t)dev->size : RK_PROBE_LEN;
+    len -= len % (dev->block_size ? dev->block_size : 1);
+    uint8_t *buf = rk_buf_alloc(RK_PROBE_LEN);
+    if (!buf) {
+        rk_set_err(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    int r = len ? rk_dev_read(dev, buf, len, 0) : 0;
+    if (r < 0) {
+        rk_set_err(err, errlen, "cannot read %s: %s", path, strerror(-r));
+        free(buf);
+        return r;
+    }
+    int fd = rk_member_is_uri(path) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+    const char *sig =
+        fd >= 0 ? rk_probe_fd_signature(fd, dev->size, buf, len) : rk_probe_signature(buf, len);
+    if (fd >= 0)
+        close(fd);
+    r = 0;
+    if (sig) {
+        rk_set_err(err, errlen, "%s already holds %s; use --force to overwrite it", path, sig);
+        r = -EEXIST;
+    }
+    free(buf);
+    return r;
+}
+
 int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err,
                         size_t errlen)
 {
@@ -77,6 +118,11 @@ int vol_replace_refused(struct rk_volume *v, uint32_t slot, const char *path, ch
         rk_set_err(err, errlen, "the volume is read-only");
         return -EROFS;
     }
+    return vol_slot_refused(v, slot, path, err, errlen);
+}
+
+int vol_slot_refused(struct rk_volume *v, uint32_t slot, const char *path, char *err, size_t errlen)
+{
     if (slot >= v->sb.members) {
         rk_set_err(err, errlen, "slot %" PRIu32 " out of range: the array has slots 0..%" PRIu32,
                    slot, v->sb.members - 1);
@@ -177,6 +223,13 @@ static int vol_replace_record(struct rk_volume *v, uint32_t slot, const char *pa
 int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
                       char *err, size_t errlen)
 {
+    return rk_volume_replace_with(v, slot, path, rate, 0, err, errlen);
+}
+
+int rk_volume_replace_with(struct rk_volume *v, uint32_t slot, const char *path, uint64_t rate,
+                           uint32_t flags, char *err, size_t errlen)
+{
+    bool force = flags & RK_REPLACE_FORCE;
     struct rk_dev *dev = NULL;
     char *dup = NULL;
     int r;
@@ -196,7 +249,9 @@ int rk_volume_replace(struct rk_volume *v, uint32_t slot, const char *path, uint
         rk_set_err(err, errlen, "cannot open %s: %s", path, strerror(-r));
         goto out;
     }
-    r = vol_check_new_member(v, slot, path, dev, err, errlen);
+    r = vol_check_new_member(v, slot, path, dev, force, err, errlen);
+    if (!r)
+        r = vol_check_signature(v, path, dev, force, err, errlen);
     if (r)
         goto out;
     /* The slot's old member coming back: a re-add (only what changed, when the bitmap can
