@@ -41,7 +41,8 @@ static const char main_usage[] =
     "  -q, --quiet     before COMMAND: log warnings and errors only\n"
     "\n"
     "Sizes take K, M, G, T suffixes (powers of 1024). Exit status: 0 success, 1 failure,\n"
-    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed.\n"
+    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed;\n"
+    "6 info on a member whose superblock is corrupt (1: not a raidkit member at all).\n"
     "See raidkit(8), docs/CLI.md and docs/FORMAT.md.\n";
 
 int main(int argc, char **argv)
