@@ -14,15 +14,15 @@
 /* The one command of the process. */
 static struct {
     bool on;
-    pid_t owner;        /* a forked child never prints the held output */
+    pid_t owner; /* a forked child never prints the held output */
     const char *command;
-    FILE *real_out;     /* fd 1 */
-    char *out;          /* held stdout */
+    FILE *real_out; /* fd 1 */
+    char *out;      /* held stdout */
     size_t out_len, out_cap;
     char err_line[1024]; /* the best error line seen on stderr */
     char cur[1024];      /* the stderr line being written */
     size_t cur_len;
-    int err_rank;       /* rank of err_line (jr_rank) */
+    int err_rank; /* rank of err_line (jr_rank) */
 } jr;
 
 static ssize_t jr_out_write(void *c, const char *buf, size_t len)
