@@ -168,12 +168,13 @@ int cli_info(int argc, char **argv)
         free(text);
         bad = info_foreign_content(doc, true);
     }
-    int state = cli_info_state(doc), truncated = 0, corrupt = 0;
+    int state = cli_info_state(doc), truncated = 0, corrupt = 0, unreadable = 0;
     cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(doc, "members"))
     {
         const char *st = info_str(m, "status");
         truncated += !strcmp(st, "truncated");
+        unreadable += !strcmp(st, "unreadable");
         if (!strcmp(st, "corrupt")) {
             /* One line per damaged member: which check failed (the reason ends with it). */
             const char *why = strstr(info_str(m, "reason"), "corrupt superblock: ");
@@ -185,9 +186,12 @@ int cli_info(int argc, char **argv)
     cJSON_Delete(doc);
     if (test && state)
         return state;
-    if (bad)
+    if (bad > unreadable)
         fprintf(stderr, "raidkit info: %d of %d member%s %s not a raidkit member (no superblock)\n",
-                bad, n, n == 1 ? "" : "s", bad == 1 ? "is" : "are");
+                bad - unreadable, n, n == 1 ? "" : "s", bad - unreadable == 1 ? "is" : "are");
+    if (unreadable)
+        fprintf(stderr, "raidkit info: %d of %d member%s cannot be read\n", unreadable, n,
+                n == 1 ? "" : "s");
     if (truncated)
         fprintf(stderr,
                 "raidkit info: %d of %d member%s %s shorter than %s superblock says "

@@ -24,6 +24,10 @@ run() { # run WANT ARGS...: raidkit ARGS exits WANT (stdout $T/out, stderr $T/er
 run 1 info "$T/zero"
 grep -q "not a raidkit member" "$T/err" || rk_fail "no 'not a raidkit member': $(cat "$T/err")"
 grep -q "corrupt" "$T/out" "$T/err" && rk_fail "a file of zeroes is called corrupt: $(cat "$T/out" "$T/err")"
+# A file that cannot be read is said so, not called "not a raidkit member".
+run 1 info "$T/zero" "$T/nosuch"
+grep -q "1 of 2 members is not a raidkit member" "$T/err" && grep -q "1 of 2 members cannot be read" "$T/err" ||
+    rk_fail "info of a non-member and a missing file: $(cat "$T/err")"
 run 6 info "${M[1]}"
 grep -q "^raidkit info: ${M[1]}: corrupt superblock: superblock checksum mismatch" "$T/err" ||
     rk_fail "corrupt member not named with the failed check: $(cat "$T/err")"
