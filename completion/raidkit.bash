@@ -1,4 +1,41 @@
-# bash completion for raidkit(8): commands, each command's options, files for MEMBER arguments.
+# bash completion for raidkit(8): commands, each command's options, files for MEMBER arguments,
+# the array names of the configuration file where a command takes a NAME (serve, assemble) and its
+# control sockets for --control.
+
+# The configuration file the command line names (--config FILE, -C FILE), else the one the
+# binary was built with (`raidkit assemble --help` prints it).
+_raidkit_conf()
+{
+    local i
+    for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+        case ${COMP_WORDS[i]} in
+        --config | -C) echo "${COMP_WORDS[i+1]}"; return ;;
+        --config=*) echo "${COMP_WORDS[i]#--config=}"; return ;;
+        esac
+    done
+    local bin=${COMP_WORDS[0]:-raidkit}
+    command -v "$bin" >/dev/null 2>&1 || bin=raidkit
+    "$bin" assemble --help 2>/dev/null | sed -n 's/.*--config FILE .*(default \([^)]*\)).*/\1/p'
+}
+
+# The names of the [array NAME] sections of the configuration file.
+_raidkit_arrays()
+{
+    local conf
+    conf=$(_raidkit_conf)
+    [ -r "$conf" ] || return 0
+    sed -n 's/^[[:space:]]*\[[[:space:]]*array[[:space:]]\{1,\}\([^][:space:]]\{1,\}\)[[:space:]]*\].*/\1/p' "$conf"
+}
+
+# The control sockets (`control = PATH`) the configuration file names.
+_raidkit_controls()
+{
+    local conf
+    conf=$(_raidkit_conf)
+    [ -r "$conf" ] || return 0
+    sed -n 's/^[[:space:]]*control[[:space:]]*=[[:space:]]*\([^#;[:space:]]\{1,\}\).*/\1/p' "$conf"
+}
+
 _raidkit()
 {
     local cur prev cmd opts
@@ -35,7 +72,9 @@ _raidkit()
         COMPREPLY=($(compgen -W "writethrough writeback writearound none" -- "$cur")); return ;;
     --listen | -L)
         COMPREPLY=($(compgen -W "unix: tcp:" -- "$cur")); compopt -o nospace 2>/dev/null; return ;;
-    --control | -c | --with | -w | --pidfile | --config | --cache | --tls-psk | --out | --dir)
+    --control | -c)
+        COMPREPLY=($(compgen -W "$(_raidkit_controls)" -f -- "$cur")); return ;;
+    --with | -w | --pidfile | --config | -C | --cache | --tls-psk | --out | --dir)
         COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --tls-certificates)
         COMPREPLY=($(compgen -d -- "$cur")); return ;;
@@ -68,6 +107,10 @@ _raidkit()
     esac
     if [[ $cur == -* ]]; then
         COMPREPLY=($(compgen -W "$opts $common" -- "$cur"))
+    elif [ "$cmd" = assemble ]; then
+        COMPREPLY=($(compgen -W "$(_raidkit_arrays)" -- "$cur")) # NAME...: no files
+    elif [ "$cmd" = serve ]; then
+        COMPREPLY=($(compgen -W "$(_raidkit_arrays)" -f -- "$cur")) # NAME or MEMBER...
     else
         COMPREPLY=($(compgen -f -- "$cur"))
     fi

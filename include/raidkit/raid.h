@@ -384,6 +384,13 @@ enum rk_raid_mismatch_kind {
     RK_MM_TIE,          /* copies: no majority; the first copy (slot order) was taken */
     RK_MM_UNKNOWN_COPY, /* 2 copies differ: unknown which is right; the first copy was taken */
 };
+/* Which parity a mismatch is reported against (raid5/raid6; docs/CLI.md "scrub"). */
+enum rk_raid_mismatch_parity {
+    RK_MM_PAR_NONE = 0, /* a data chunk or a copy */
+    RK_MM_PAR_P,        /* P (raid5's parity, raid6's XOR parity) in rk_raid_mismatch.slot */
+    RK_MM_PAR_Q,        /* raid6's Q (Reed-Solomon) parity in rk_raid_mismatch.slot */
+    RK_MM_PAR_PQ,       /* raid6 unlocated: P in .slot and Q in .q_slot (both rewritten) */
+};
 /* What a repair rewrote at a mismatch. */
 enum rk_raid_fix { RK_FIX_NONE = 0, RK_FIX_DATA, RK_FIX_PARITY, RK_FIX_COPY };
 
@@ -397,6 +404,8 @@ struct rk_raid_mismatch {
     int kind;            /* enum rk_raid_mismatch_kind */
     int fixed;           /* enum rk_raid_fix: RK_FIX_NONE for a check, or when nothing can say
                           * which content is right (degraded raid6) */
+    int parity;          /* enum rk_raid_mismatch_parity: which parity .slot holds */
+    uint32_t q_slot;     /* RK_MM_PAR_PQ: the slot holding Q; else unused (0) */
 };
 
 /* Copy up to max of the first RK_RAID_MISMATCH_MAX mismatch locations of the last finished
@@ -408,6 +417,9 @@ int rk_raid_scrub_mismatches(struct rk_dev *raid, bool last, struct rk_raid_mism
  * "tie", "unknown-copy" / "none", "data", "parity", "copy"; "?" for a bad value. */
 const char *rk_raid_mismatch_kind_name(int kind);
 const char *rk_raid_fix_name(int fixed);
+/* "P", "Q", "P+Q" for a parity mismatch (enum rk_raid_mismatch_parity), NULL for
+ * RK_MM_PAR_NONE or a bad value. */
+const char *rk_raid_mismatch_parity_name(int parity);
 
 /* One range of a slot's data area that a rebuild could not reconstruct: reads never use it. */
 struct rk_raid_bad_range {

@@ -88,7 +88,11 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
     }
     const cJSON *arr = d ? cJSON_GetObjectItem(d, "array") : NULL;
     const cJSON *m0 = d ? cJSON_GetArrayItem(cJSON_GetObjectItem(d, "members"), 0) : NULL;
-    if (cJSON_IsObject(arr) && strcmp(asm_str(m0, "status"), "ok")) {
+    const char *cs = strstr(asm_str(m0, "reason"), "corrupt superblock: ");
+    if (!strcmp(asm_str(m0, "status"), "corrupt") && cs) {
+        /* the raidkit magic, but a check failed: a damaged member, not a foreign file */
+        snprintf(why, sizeof(why), "%s", cs);
+    } else if (cJSON_IsObject(arr) && strcmp(asm_str(m0, "status"), "ok")) {
         /* this array's or another's superblock, but the member is damaged (e.g. truncated) */
         snprintf(why, sizeof(why), "%s: %s", asm_str(m0, "status"), asm_str(m0, "reason"));
     } else if (cJSON_IsObject(arr)) {

@@ -21,7 +21,9 @@ static const char info_usage[] =
     "Unreadable, foreign, stale or corrupt members are named with the reason; a file that holds\n"
     "no raidkit superblock is named with what it holds (a file system, zeroes, ...); a member\n"
     "shorter than its superblock says is named truncated (its slot counts as missing); the\n"
-    "exit status is then 1.\n"
+    "exit status is then 1. A member whose superblock has the raidkit magic but fails a check\n"
+    "(checksum, version, a field out of bounds) is named \"corrupt superblock: CHECK\" and the\n"
+    "exit status is 6.\n"
     "\n"
     "  -j, --json   print one JSON document (for scripts)\n"
     "  -t, --test   exit status = the array's state as the given members leave it: 0 healthy,\n"
@@ -44,7 +46,7 @@ static int info_foreign_content(cJSON *doc, bool print)
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(doc, "members"))
     {
         const char *st = info_str(m, "status");
-        if (strcmp(st, "corrupt") && strcmp(st, "unreadable"))
+        if (strcmp(st, "not-raidkit") && strcmp(st, "unreadable"))
             continue;
         char what[160];
         rk_probe_describe(info_str(m, "path"), what, sizeof(what));
@@ -166,23 +168,38 @@ int cli_info(int argc, char **argv)
         free(text);
         bad = info_foreign_content(doc, true);
     }
-    int state = cli_info_state(doc), truncated = 0;
+    int state = cli_info_state(doc), truncated = 0, corrupt = 0, unreadable = 0;
     cJSON *m;
     cJSON_ArrayForEach(m, cJSON_GetObjectItem(doc, "members"))
     {
-        truncated += !strcmp(info_str(m, "status"), "truncated");
+        const char *st = info_str(m, "status");
+        truncated += !strcmp(st, "truncated");
+        unreadable += !strcmp(st, "unreadable");
+        if (!strcmp(st, "corrupt")) {
+            /* One line per damaged member: which check failed (the reason ends with it). */
+            const char *why = strstr(info_str(m, "reason"), "corrupt superblock: ");
+            corrupt++;
+            fprintf(stderr, "raidkit info: %s: %s\n", info_str(m, "path"),
+                    why ? why : info_str(m, "reason"));
+        }
     }
     cJSON_Delete(doc);
     if (test && state)
         return state;
-    if (bad)
-        fprintf(stderr, "raidkit info: %d of %d member%s hold%s no raidkit superblock\n", bad, n,
-                n == 1 ? "" : "s", bad == 1 ? "s" : "");
+    if (bad > unreadable)
+        fprintf(stderr, "raidkit info: %d of %d member%s %s not a raidkit member (no superblock)\n",
+                bad - unreadable, n, n == 1 ? "" : "s", bad - unreadable == 1 ? "is" : "are");
+    if (unreadable)
+        fprintf(stderr, "raidkit info: %d of %d member%s cannot be read\n", unreadable, n,
+                n == 1 ? "" : "s");
     if (truncated)
         fprintf(stderr,
                 "raidkit info: %d of %d member%s %s shorter than %s superblock says "
                 "(truncated)\n",
                 truncated, n, n == 1 ? "" : "s", truncated == 1 ? "is" : "are",
                 truncated == 1 ? "its" : "their");
+    /* A damaged raidkit member is worse than a file that is none: its own code. */
+    if (corrupt)
+        return CLI_EXIT_CORRUPT;
     return bad || truncated ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

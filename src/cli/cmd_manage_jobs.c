@@ -312,7 +312,8 @@ int cli_scrub(int argc, char **argv)
     for (int i = 0; i < nmm && i < RK_RAID_MISMATCH_MAX; i++)
         mgmt_print_mismatch(mm[i].slot, (double)mm[i].member_off, (double)mm[i].len,
                             mm[i].array_off == RK_RAID_NO_ARRAY_OFF ? -1 : (double)mm[i].array_off,
-                            rk_raid_mismatch_kind_name(mm[i].kind), rk_raid_fix_name(mm[i].fixed));
+                            rk_raid_mismatch_kind_name(mm[i].kind), rk_raid_fix_name(mm[i].fixed),
+                            rk_raid_mismatch_parity_name(mm[i].parity), mm[i].q_slot);
     return CLI_EXIT_OK;
 }
 

@@ -603,9 +603,48 @@ int cli_serve(int argc, char **argv)
 /* Shared with `raidkit fuse` (cmd_fuse.c): serve's options and volume assembly, so both
  * commands take the same options. The parsed options live in one static struct (the emulation
  * parameters must outlive the volume). */
+/* The serve options that configure the NBD server only, which a caller of cli_serve_open (fuse:
+ * no socket) does not take: the first one in argv, or NULL. */
+static const char *serve_nbd_only_opt(int argc, char **argv)
+{
+    static const char *const nbd_only[] = {
+        "--listen",
+        "-L",
+        "--export",
+        "-e",
+        "--foreground",
+        "-f",
+        "--socket-mode",
+        "--socket-owner",
+        "--socket-group",
+        "--tls",
+        "--tls-certificates",
+        "--tls-psk",
+        "--max-connections",
+        "--request-memory",
+        "--handshake-timeout",
+        "--idle-timeout",
+    };
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+        size_t len = strcspn(argv[i], "=");
+        for (size_t k = 0; k < sizeof(nbd_only) / sizeof(nbd_only[0]); k++)
+            if (strlen(nbd_only[k]) == len && !strncmp(argv[i], nbd_only[k], len))
+                return nbd_only[k];
+    }
+    return NULL;
+}
+
 int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out)
 {
     static struct serve_opts o;
+    const char *nbd = serve_nbd_only_opt(argc, argv);
+    if (nbd) {
+        fprintf(stderr,
+                "raidkit %s: option '%s' does not apply to %s: it configures the NBD server "
+                "(see raidkit %s --help)\n",
+                argv[0], nbd, argv[0], argv[0]);
+        return CLI_EXIT_USAGE;
+    }
     o = (struct serve_opts){.no = {.listen = "unix:raidkit.sock", .export_name = "raidkit"}};
     int r = serve_parse(argc, argv, &o);
     if (r)

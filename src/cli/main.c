@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/json_refusal.h"
 #include "core/util.h"
 #include "raidkit/version.h"
 
@@ -41,32 +42,13 @@ static const char main_usage[] =
     "  -q, --quiet     before COMMAND: log warnings and errors only\n"
     "\n"
     "Sizes take K, M, G, T suffixes (powers of 1024). Exit status: 0 success, 1 failure,\n"
-    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed.\n"
+    "2 usage error; with --test (info, status) 3 degraded, 4 recovering, 5 failed;\n"
+    "6 info on a member whose superblock is corrupt (1: not a raidkit member at all).\n"
     "See raidkit(8), docs/CLI.md and docs/FORMAT.md.\n";
 
-int main(int argc, char **argv)
+/* Run the command cmd (argv[1]); its exit status. */
+static int main_run(const char *cmd, int argc, char **argv)
 {
-    /* -v/-q before the command set the log level for every command. */
-    while (argc >= 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose") ||
-                         !strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"))) {
-        rk_log_set_level(argv[1][1] == 'v' || argv[1][2] == 'v' ? RK_LOG_DEBUG : RK_LOG_WARN);
-        argv[1] = argv[0];
-        argv++;
-        argc--;
-    }
-    if (argc < 2) {
-        fputs(main_usage, stderr);
-        return 2;
-    }
-    const char *cmd = argv[1];
-    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-        fputs(main_usage, stdout);
-        return 0;
-    }
-    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-        printf("raidkit %s\n", RK_VERSION_STRING);
-        return 0;
-    }
     /* Subcommands parse argv[1..]; getopt starts at index 1 of the shifted vector. */
     if (!strcmp(cmd, "create"))
         return cli_create(argc - 1, argv + 1);
@@ -96,4 +78,39 @@ int main(int argc, char **argv)
         return cli_assemble(argc - 1, argv + 1);
     fprintf(stderr, "raidkit: unknown command '%s' (see raidkit --help)\n", cmd);
     return 2;
+}
+
+int main(int argc, char **argv)
+{
+    /* -v/-q before the command set the log level for every command. */
+    while (argc >= 2 && (!strcmp(argv[1], "-v") || !strcmp(argv[1], "--verbose") ||
+                         !strcmp(argv[1], "-q") || !strcmp(argv[1], "--quiet"))) {
+        rk_log_set_level(argv[1][1] == 'v' || argv[1][2] == 'v' ? RK_LOG_DEBUG : RK_LOG_WARN);
+        argv[1] = argv[0];
+        argv++;
+        argc--;
+    }
+    if (argc < 2) {
+        fputs(main_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        fputs(main_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+        printf("raidkit %s\n", RK_VERSION_STRING);
+        return 0;
+    }
+    /* With --json every refusal still prints one JSON document (json_refusal.h); serve prints
+     * nothing on stdout (it is the server). */
+    char words[64];
+    if (!strcmp(cmd, "cache") && argc >= 3 && argv[2][0] != '-')
+        snprintf(words, sizeof(words), "cache %s", argv[2]);
+    else
+        snprintf(words, sizeof(words), "%s", cmd);
+    if (strcmp(cmd, "serve"))
+        cli_json_begin(words, argc - 1, argv + 1);
+    return cli_json_end(main_run(cmd, argc, argv));
 }

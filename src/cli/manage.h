@@ -70,9 +70,10 @@ void mgmt_job_line(const cJSON *job, char *out, size_t len);
 /* The text of `raidkit status` for status document st, on stdout. */
 void mgmt_print_status(const cJSON *st);
 /* One scrub mismatch location on stdout (aoff < 0: the place holds parity, no array data);
- * slot, member offset moff, length len and aoff in bytes; kind and fixed name what was found. */
+ * slot, member offset moff, length len and aoff in bytes; kind and fixed name what was found;
+ * parity "P", "Q" (the parity slot holds) or "P+Q" (slot holds P, q_slot Q), NULL for data. */
 void mgmt_print_mismatch(double slot, double moff, double len, double aoff, const char *kind,
-                         const char *fixed);
+                         const char *fixed, const char *parity, double q_slot);
 /* One line per mismatch of st's last_scrub.mismatch_list, on stdout. */
 void mgmt_print_mismatch_list(const cJSON *st);
 

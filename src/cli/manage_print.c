@@ -138,12 +138,16 @@ void mgmt_print_status(const cJSON *st)
 
 /* One line per scrub mismatch location (aoff < 0: the place holds parity, no array data). */
 void mgmt_print_mismatch(double slot, double moff, double len, double aoff, const char *kind,
-                         const char *fixed)
+                         const char *fixed, const char *parity, double q_slot)
 {
-    char where[96] = "";
+    char where[96] = "", par[80] = "";
     if (aoff >= 0)
         snprintf(where, sizeof(where), ", array bytes [%.0f, %.0f)", aoff, aoff + len);
-    printf("mismatch: slot %.0f data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, moff,
+    if (parity && !strcmp(parity, "P+Q"))
+        snprintf(par, sizeof(par), " (parity P) and slot %.0f (parity Q)", q_slot);
+    else if (parity)
+        snprintf(par, sizeof(par), " (parity %s)", parity);
+    printf("mismatch: slot %.0f%s data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, par, moff,
            moff + len, where, kind, fixed);
 }
 
@@ -154,8 +158,10 @@ void mgmt_print_mismatch_list(const cJSON *st)
     cJSON_ArrayForEach(it, cJSON_GetObjectItem(ls, "mismatch_list"))
     {
         const cJSON *ao = cJSON_GetObjectItem(it, "array_offset");
+        const char *par = cJSON_GetStringValue(cJSON_GetObjectItem(it, "parity"));
         mgmt_print_mismatch(mgmt_num(it, "slot"), mgmt_num(it, "member_offset"),
                             mgmt_num(it, "len"), cJSON_IsNumber(ao) ? ao->valuedouble : -1,
-                            mgmt_str(it, "kind"), mgmt_str(it, "repaired"));
+                            mgmt_str(it, "kind"), mgmt_str(it, "repaired"), par,
+                            mgmt_num(it, "q_slot"));
     }
 }

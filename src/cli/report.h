@@ -20,10 +20,14 @@
  *   3  degraded: a member is failed or missing, every byte still readable, nothing recovering
  *   4  recovering: a rebuild or resync is running (the array may be degraded meanwhile)
  *   5  failed: data unreachable (too many members missing) or the volume refuses writes
+ * Without --test, `info` on a member whose superblock has the raidkit magic but fails a check
+ * (checksum, version, header size, a field out of bounds) exits
+ *   6  corrupt superblock (a file with no raidkit magic at all exits 1: not a raidkit member)
  */
 #define CLI_EXIT_DEGRADED   3
 #define CLI_EXIT_RECOVERING 4
 #define CLI_EXIT_BROKEN     5
+#define CLI_EXIT_CORRUPT    6
 
 /* How a long job reports progress (--progress / --no-progress / neither). */
 enum cli_progress_mode { CLI_PROGRESS_AUTO = 0, CLI_PROGRESS_ON, CLI_PROGRESS_OFF };

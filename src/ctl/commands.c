@@ -152,7 +152,8 @@ static void ctl_add_job(cJSON *root, const struct rk_raid_progress *p, double pc
 }
 
 /* "mismatch_list" of last_scrub: where the first RK_RAID_MISMATCH_MAX mismatches were (slot and
- * data-area offset/len in bytes, the array offset when the place holds data). */
+ * data-area offset/len in bytes, the array offset when the place holds data, the parity when it
+ * holds P or Q). */
 static void ctl_add_mismatches(cJSON *ls, struct rk_dev *raid)
 {
     struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX];
@@ -169,6 +170,12 @@ static void ctl_add_mismatches(cJSON *ls, struct rk_dev *raid)
             cJSON_AddNumberToObject(o, "array_offset", (double)mm[i].array_off);
         cJSON_AddStringToObject(o, "kind", rk_raid_mismatch_kind_name(mm[i].kind));
         cJSON_AddStringToObject(o, "repaired", rk_raid_fix_name(mm[i].fixed));
+        /* a mismatch against parity names which one: "P" or "Q" in slot, "P+Q" (q_slot) */
+        const char *par = rk_raid_mismatch_parity_name(mm[i].parity);
+        if (par)
+            cJSON_AddStringToObject(o, "parity", par);
+        if (mm[i].parity == RK_MM_PAR_PQ)
+            cJSON_AddNumberToObject(o, "q_slot", mm[i].q_slot);
         cJSON_AddItemToArray(arr, o);
     }
 }

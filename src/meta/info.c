@@ -227,7 +227,7 @@ static char *info_text(const struct meta_scan *s, const struct info_cache *cache
     info_printf(&b, "Members:\n");
     for (int i = 0; i < s->n; i++) {
         const struct meta_member *m = &s->m[i];
-        if (m->cls == META_UNREADABLE || m->cls == META_CORRUPT) {
+        if (m->cls == META_UNREADABLE || m->cls == META_NOTOURS || m->cls == META_CORRUPT) {
             info_printf(&b, "  %s: %s: %s\n", m->path, meta_class_name(m->cls), m->reason);
             continue;
         }
@@ -360,7 +360,7 @@ static char *info_json(const struct meta_scan *s, const struct info_cache *cache
     for (int i = 0; mem && i < s->n; i++) {
         const struct meta_member *m = &s->m[i];
         cJSON *o = NULL;
-        if (m->cls == META_UNREADABLE || m->cls == META_CORRUPT)
+        if (m->cls == META_UNREADABLE || m->cls == META_NOTOURS || m->cls == META_CORRUPT)
             o = cJSON_CreateObject();
         else
             o = info_sb_json(&m->sb);

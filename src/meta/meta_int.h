@@ -14,7 +14,9 @@
 enum meta_class {
     META_OK = 0,     /* valid, newest event counter, placed in its slot */
     META_UNREADABLE, /* open or read failed */
-    META_CORRUPT,    /* no magic, bad version, bad crc or a field out of bounds */
+    META_NOTOURS,    /* no superblock magic (or too small for one): not a raidkit member */
+    META_CORRUPT,    /* magic present, but bad version, header size, crc or a field out of
+                        bounds: a damaged member (reason "corrupt superblock: CHECK") */
     META_FOREIGN,    /* valid superblock of another array */
     META_STALE,      /* lower event counter than the newest member */
     META_REPLACED,   /* newest event, but its UUID is not the one recorded for its slot */
@@ -59,7 +61,7 @@ void meta_scan_close(struct meta_scan *s);
  * missing (--degraded as usual) instead of reading past its end later. */
 void meta_scan_check_sizes(struct meta_scan *s);
 
-/* Short names of the classes: "ok", "unreadable", "corrupt", "foreign", "stale", ... */
+/* Short names of the classes: "ok", "unreadable", "not-raidkit", "corrupt", "foreign", ... */
 const char *meta_class_name(enum meta_class c);
 
 /* Fill the RK_UUID_LEN bytes at u with a random RFC 4122 version 4 UUID (getrandom, retried on

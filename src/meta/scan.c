@@ -110,6 +110,7 @@ const char *meta_class_name(enum meta_class c)
     static const char *const names[] = {
         [META_OK] = "ok",
         [META_UNREADABLE] = "unreadable",
+        [META_NOTOURS] = "not-raidkit",
         [META_CORRUPT] = "corrupt",
         [META_FOREIGN] = "foreign",
         [META_STALE] = "stale",
@@ -238,16 +239,20 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
         }
         r = meta_read_sb(m->dev, &m->sb, m->reason, sizeof(m->reason));
         m->rc = r;
-        /* The decoder's codes mean "damaged or not ours"; anything else is an I/O failure. */
-        if (r == RK_SB_ENOTOURS || r == RK_SB_EVERSION || r == RK_SB_ECRC || r == RK_SB_EFIELD)
+        /* No magic means "not ours"; magic with a bad version, header, checksum or field is a
+         * damaged member (docs/CLI.md "Exit status": info exits 1 resp. 6). */
+        if (r == RK_SB_ENOTOURS)
+            m->cls = META_NOTOURS;
+        else if (r == RK_SB_EVERSION || r == RK_SB_ECRC || r == RK_SB_EFIELD)
             m->cls = META_CORRUPT;
         else if (r < 0)
             m->cls = META_UNREADABLE;
-        if (r == RK_SB_EFIELD) {
-            /* Checksum-valid but absurd: say so, the member is set aside like a damaged one. */
+        if (m->cls == META_CORRUPT) {
+            /* Checksum-valid but absurd, or damaged: say which check failed; the member is set
+             * aside. */
             char why[sizeof(m->reason)];
             memcpy(why, m->reason, sizeof(why));
-            snprintf(m->reason, sizeof(m->reason), "is set aside as corrupt: %.290s", why);
+            snprintf(m->reason, sizeof(m->reason), "is set aside: corrupt superblock: %.280s", why);
         }
         if (!keep_open || m->cls != META_OK) {
             rk_dev_close(m->dev);

@@ -1,6 +1,7 @@
 /* Adding a write-intent bitmap to an array created without one (`raidkit bitmap --add`,
  * docs/CLI.md): offline, the empty area first, then the superblocks that name it. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,6 +83,17 @@ int rk_volume_bitmap_add(const char *const *paths, int n, uint64_t region, char 
         v->sb.bitmap_offset = RK_BM_OFFSET;
         v->sb.bitmap_size = rk_bm_area_size((maxd + region - 1) / region);
         v->sb.bitmap_region = region;
+        /* Every check passed: say what is about to be written before writing it (as md does
+         * for --grow --bitmap). */
+        char rs[32], as[32];
+        rk_warn("bitmap --add: writing a write-intent bitmap (%s, one bit per %s of data) into "
+                "the metadata area at byte %u of every one of the %d members, then their "
+                "superblocks (event %" PRIu64 " -> %" PRIu64 "); the array must stay stopped "
+                "(its members are locked meanwhile: no serve or fuse can open them) and this "
+                "raidkit must not be interrupted",
+                rk_format_size(v->sb.bitmap_size, as, sizeof(as)),
+                rk_format_size(region, rs, sizeof(rs)), RK_BM_OFFSET, n, v->sb.events,
+                v->sb.events + 1);
         /* The area first: a superblock that names it must never point at garbage. */
         r = vol_bitmap_write_empty(v, err, errlen);
         if (!r) {

@@ -2,6 +2,7 @@
  * slot's chunks from the other slots, and check (optionally repair) the parity of stripes. The
  * job that calls them holds the range lock of the range (rebuild.c, scrub.c). */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/util.h"
@@ -88,11 +89,24 @@ static void r5_report(struct raid_priv *r, struct r5_find *f, uint32_t blk, int 
             blk < g->nd ? (g->row * g->nd + blk) * chunk + f->lo + f->a : RK_RAID_NO_ARRAY_OFF,
         .kind = kind,
         .fixed = fixed,
+        /* block nd is P, nd + 1 Q; an unlocated raid6 mismatch blames (and rewrites) both */
+        .parity = blk < g->nd                             ? RK_MM_PAR_NONE
+                  : blk == g->nd + 1                      ? RK_MM_PAR_Q
+                  : kind == RK_MM_UNLOCATED && g->np == 2 ? RK_MM_PAR_PQ
+                                                          : RK_MM_PAR_P,
+        .q_slot = g->np == 2 ? g->slot[g->nd + 1] : 0,
     };
+    if (m.parity != RK_MM_PAR_PQ)
+        m.q_slot = 0;
     raid_job_mismatch(r, &m, f->first);
     f->first = false;
-    rk_warn("scrub: stripe %llu mismatch (%s) on slot %u, data bytes [%llu, %llu)%s%s",
-            (unsigned long long)g->row, rk_raid_mismatch_kind_name(kind), m.slot,
+    char par[64] = "";
+    if (m.parity == RK_MM_PAR_PQ)
+        snprintf(par, sizeof(par), " (parity P) and slot %u (parity Q)", m.q_slot);
+    else if (m.parity != RK_MM_PAR_NONE)
+        snprintf(par, sizeof(par), " (parity %s)", rk_raid_mismatch_parity_name(m.parity));
+    rk_warn("scrub: stripe %llu mismatch (%s) on slot %u%s, data bytes [%llu, %llu)%s%s",
+            (unsigned long long)g->row, rk_raid_mismatch_kind_name(kind), m.slot, par,
             (unsigned long long)m.member_off, (unsigned long long)(m.member_off + m.len),
             fixed ? ": rewrote " : "", fixed ? rk_raid_fix_name(fixed) : "");
 }

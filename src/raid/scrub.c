@@ -165,3 +165,9 @@ const char *rk_raid_fix_name(int fixed)
     static const char *const names[] = {"none", "data", "parity", "copy"};
     return fixed >= 0 && fixed < (int)(sizeof(names) / sizeof(names[0])) ? names[fixed] : "?";
 }
+
+const char *rk_raid_mismatch_parity_name(int parity)
+{
+    static const char *const names[] = {NULL, "P", "Q", "P+Q"};
+    return parity >= 0 && parity < (int)(sizeof(names) / sizeof(names[0])) ? names[parity] : NULL;
+}

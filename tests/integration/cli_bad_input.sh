@@ -78,6 +78,12 @@ bad "bitmap --region 3M (exit 2)" bitmap --add --region 3M "${H[@]}"
 bad "serve a member twice" serve --listen "unix:$T/sock.d" "${H[0]}" "${H[0]}"
 [ "$rc_last" = 2 ] || { echo "FAIL: serve a member twice exited $rc_last, want 2" >&2; nfail=$((nfail + 1)); }
 bad "fuse --config" fuse "$T/adir" --config "$T/x.conf" "${H[@]}"
+# Serve options of the NBD server only do not apply to fuse (no socket): usage errors.
+for o in "--listen unix:$T/x.sock" "--tls on" "--export x" "--max-connections 4" "--idle-timeout=5" -f; do
+    # shellcheck disable=SC2086
+    bad "fuse $o" fuse "$T/adir" $o "${H[@]}"
+    [ "$rc_last" = 2 ] || { echo "FAIL: fuse $o exited $rc_last, want 2" >&2; nfail=$((nfail + 1)); }
+done
 bad "info without members" info
 bad "info unknown option" info --bogus "${H[@]}"
 

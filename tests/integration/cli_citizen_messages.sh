@@ -3,7 +3,7 @@
 # - info on a file too small for a superblock names its real size (not rounded to the block) and
 #   the needed minimum, in bytes and human units (findings F3/T3);
 # - bitmap --add with a member missing does not advise --degraded, an option bitmap does not
-#   take (F6), and changes nothing;
+#   take (F6), and changes nothing; with every member it warns what it writes before writing;
 # - cache mode / detach / attach --json: one JSON document on stdout on success and on a refusal,
 #   and a control socket nobody serves gives {"ok": false, ...} too (F12);
 # - info --test of an array that was not shut down cleanly exits 4, recovering (T5).
@@ -42,6 +42,13 @@ grep -q "give them all" "$T/b.out" || rk_fail "bitmap --add: no advice to give e
 [ "$(rk_sums "${M[@]}")" = "$before" ] || rk_fail "refused bitmap --add changed a member"
 "$RAIDKIT" bitmap --add --degraded "${M[@]}" >/dev/null 2>&1
 [ $? = 2 ] || rk_fail "bitmap --add --degraded is not a usage error"
+grep -q "writing a write-intent bitmap" "$T/b.out" && rk_fail "a refused bitmap --add warned it was writing"
+# With every member: a warning says what it writes (every member's metadata area, the superblocks,
+# the array stopped) before the result line.
+"$RAIDKIT" bitmap --add "${M[@]}" >"$T/b.out" 2>"$T/b.err" || rk_fail "bitmap --add: $(cat "$T/b.err")"
+grep -q "warning raidkit: bitmap --add: writing a write-intent bitmap .* into the metadata area at byte 8192 of every one of the 3 members, then their superblocks (event [0-9]* -> [0-9]*); the array must stay stopped" "$T/b.err" ||
+    rk_fail "bitmap --add did not warn what it writes: $(cat "$T/b.err")"
+grep -q "write-intent bitmap added" "$T/b.out" || rk_fail "bitmap --add result: $(cat "$T/b.out")"
 
 rk_log "=== T5: info --test on an array that was not shut down cleanly: 4 (recovering)"
 rk_members 2 9M k

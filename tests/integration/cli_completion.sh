@@ -1,7 +1,8 @@
 #!/bin/bash
 # The bash completion agrees with --help: it completes every command of `raidkit --help` (and
 # every cache subcommand), every option of each command's --help synopsis, and no option the
-# command's --help does not name. No server, no member: runs in well under a second.
+# command's --help does not name; array names of the configuration file where a command takes
+# a NAME. No server, no member: runs in well under a second.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_init
 # shellcheck disable=SC1091
@@ -43,4 +44,24 @@ for c in $cmds "cache create" "cache mode" "cache detach" "cache attach" "cache 
 done
 rk_log "checked $checked commands"
 [ "$(complete_words serve --tls "")" = "$(printf 'off\non\nrequire')" ] || rk_fail "serve --tls values"
+
+# Array names of the configuration file where a command takes a NAME (serve NAME, assemble
+# --scan NAME...), and its control sockets for --control.
+cat >"$T/c.conf" <<EOC
+[scan]
+members = /dev/nonexistent*
+[array home]
+control = $T/run/home.ctl  # the control socket (no such directory: no file matches)
+[ array  backup ]
+  [array media] ; comment
+EOC
+got=$(complete_words assemble --scan --config "$T/c.conf" "" | tr '\n' ' ')
+[ "$got" = "backup home media " ] || rk_fail "assemble NAME completion: '$got'"
+got=$(complete_words assemble --scan -C "$T/c.conf" m | tr '\n' ' ')
+[ "$got" = "media " ] || rk_fail "assemble -C FILE m completion: '$got'"
+cd "$T" || rk_fail "cd $T"
+got=$(complete_words serve --config "$T/c.conf" h)
+[ "$got" = home ] || rk_fail "serve NAME completion: '$got'"
+got=$(complete_words serve --config "$T/c.conf" --control "$T/run/")
+[ "$got" = "$T/run/home.ctl" ] || rk_fail "--control completion from the configuration: '$got'"
 echo "PASS: bash completion agrees with --help"

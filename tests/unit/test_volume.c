@@ -457,14 +457,14 @@ static void test_foreign(void **state)
     const char *all[4] = {a[0], a[1], b[0], junk};
     char *text = rk_volume_info(all, 4, false, err, sizeof(err));
     assert_non_null(text);
-    assert_non_null(strstr(text, "junk.img: corrupt: not a raidkit member"));
+    assert_non_null(strstr(text, "junk.img: not-raidkit: not a raidkit member"));
     assert_non_null(strstr(text, ub));
     assert_non_null(strstr(text, "foreign"));
     assert_non_null(strstr(text, "level:        raid1, 2 members"));
     free(text);
     text = rk_volume_info(all, 4, true, err, sizeof(err));
     assert_non_null(text);
-    assert_non_null(strstr(text, "\"status\":\t\"corrupt\""));
+    assert_non_null(strstr(text, "\"status\":\t\"not-raidkit\""));
     assert_non_null(strstr(text, "\"problems\":\t["));
     free(text);
 }
