@@ -28,15 +28,15 @@
  * older entry of those rows (docs/FORMAT.md "Partial parity log"). */
 #define RK_PPL_FULL 4u
 /* A partial entry that also holds, in its header block from RK_PPL_DIG_OFF, one keyed digest
- * (RK_PPL_DIG_BYTES, BLAKE2b keyed with the array's log key, rk_ppl_hash) of the NEW data of
+ * (RK_PPL_DIG_BYTES, SipHash-2-4 keyed with the array's log key, rk_ppl_hash) of the NEW data of
  * every whole 4 KiB cell its ranges cover (rk_ppl_digest_count; docs/FORMAT.md "Partial parity
  * log"). Entries without it (older writers, RAIDKIT_PPL_HASH=0) are read as before. */
 #define RK_PPL_HASHED    8u
 #define RK_PPL_CELL      4096u /* digest unit: a 4 KiB column cell of a data chunk */
-#define RK_PPL_DIG_BYTES 16u
+#define RK_PPL_DIG_BYTES 8u
 #define RK_PPL_DIG_OFF   576u /* after the largest range table (56 + 32 x 16 bytes) */
-#define RK_PPL_MAX_DIG   ((RK_PPL_BLOCK - 4u - RK_PPL_DIG_OFF) / RK_PPL_DIG_BYTES) /* 219 */
-#define RK_PPL_KEY_BYTES 32u
+#define RK_PPL_MAX_DIG   ((RK_PPL_BLOCK - 4u - RK_PPL_DIG_OFF) / RK_PPL_DIG_BYTES) /* 439 */
+#define RK_PPL_KEY_BYTES 16u
 
 /* Decode results besides 0: not a log block at all (no magic: skipped silently), or a log
  * block that cannot be trusted (the message says why; the caller logs it and ignores it). */
@@ -101,8 +101,9 @@ uint32_t rk_ppl_digest_count(const struct rk_ppl_entry *e);
  * bytes), or -1 when e's range of chunk k does not cover that whole cell (or e has no range of
  * chunk k, or is not RK_PPL_HASHED). */
 int rk_ppl_digest_index(const struct rk_ppl_entry *e, uint32_t k, uint32_t c);
-/* Keyed digest of one RK_PPL_CELL-byte cell: BLAKE2b (libsodium crypto_generichash) with key
- * (RK_PPL_KEY_BYTES) and RK_PPL_DIG_BYTES of output into out. */
+/* Keyed digest of one RK_PPL_CELL-byte cell: SipHash-2-4 (libsodium crypto_shorthash, a keyed
+ * PRF: not affine like a CRC) with key (RK_PPL_KEY_BYTES), RK_PPL_DIG_BYTES into out. Chosen
+ * over keyed BLAKE2b, 2.5 times slower per cell (bench/RESULTS.md "PPL digests"). */
 void rk_ppl_hash(const uint8_t *key, const void *cell, uint8_t *out);
 
 /* Encode head h into out (RK_PPL_BLOCK bytes, crc filled in). */

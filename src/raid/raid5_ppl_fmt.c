@@ -3,11 +3,11 @@
  * crc32c of bytes [0, 4092) in the last 4 bytes. Every field read from disk is bounded here.
  *
  * Head:   0 magic "RKPPLHD1"  8 id u64  16 retired u64  24 flags u32 (1: key present)
- *         32 log key (32 bytes, RK_PPL_HASHED entries of this member are keyed with it)
+ *         32 log key (16 bytes, RK_PPL_HASHED entries of this member are keyed with it)
  * Entry:  0 magic "RKPPLEN1"  8 id u64  16 seq u64  24 row u64  32 lo u32  36 len u32
  *        40 flags u32  44 nranges u32  48 payload_crc u32  52 nrows u32 (RK_PPL_FULL only)
  *        56 ranges: nranges x 16 bytes (+0 chunk k u32, +4 a u32, +8 b u32, +12 reserved u32)
- *        576 digests (RK_PPL_HASHED only): rk_ppl_digest_count x 16 bytes
+ *        576 digests (RK_PPL_HASHED only): rk_ppl_digest_count x 8 bytes
  * Both: 4092 crc32c u32; every other byte zero.
  */
 #include "raid/raid5_ppl.h"
@@ -88,7 +88,9 @@ int rk_ppl_digest_index(const struct rk_ppl_entry *e, uint32_t k, uint32_t c)
 
 void rk_ppl_hash(const uint8_t *key, const void *cell, uint8_t *out)
 {
-    crypto_generichash(out, RK_PPL_DIG_BYTES, cell, RK_PPL_CELL, key, RK_PPL_KEY_BYTES);
+    _Static_assert(RK_PPL_DIG_BYTES == crypto_shorthash_BYTES, "digest size");
+    _Static_assert(RK_PPL_KEY_BYTES == crypto_shorthash_KEYBYTES, "key size");
+    crypto_shorthash(out, cell, RK_PPL_CELL, key);
 }
 
 static void ppl_seal(uint8_t *out)

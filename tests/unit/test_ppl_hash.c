@@ -42,7 +42,7 @@ static void golden_data(void)
     rk_test_fill64(d1_new, CELL, 14);
 }
 
-/* The recorded log: head (retired 1, key bytes i * 7 + 1); entry seq 2, stripe 0, window
+/* The recorded log: head (retired 1, 16 key bytes i * 7 + 1); entry seq 2, stripe 0, window
  * [0, 4K), chunks 0 and 1 modified over it (so the partial parity is all zero), digests of
  * d0_new and d1_new. With key false the head carries no key (an older writer's head). */
 static void golden_log(uint8_t *img, bool key)
