@@ -526,29 +526,6 @@ static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r
     }
 }
 
-/* Digests of the new data of every whole cell e's ranges cover (window w, touched chunks),
- * into e->dig (a per-thread buffer); returns RK_PPL_HASHED, or 0 (e->dig NULL) when digests
- * are off or do not fit in the header. */
-static uint32_t ppl_digests(const struct r5_ppl *L, const struct r5_wwin *w, uint32_t touched,
-                            uint32_t nd, struct rk_ppl_entry *e)
-{
-    static _Thread_local uint8_t dig[RK_PPL_MAX_DIG * RK_PPL_DIG_BYTES];
-    e->dig = NULL;
-    if (!L->hash || rk_ppl_digest_count(e) > RK_PPL_MAX_DIG)
-        return 0;
-    uint32_t n = 0;
-    for (uint32_t k = 0; k < nd; k++) {
-        if (!(touched & (1u << k)))
-            continue;
-        uint64_t a = w->a[k], b = w->b[k];
-        for (uint64_t c = (a + RK_PPL_CELL - 1) / RK_PPL_CELL * RK_PPL_CELL; c + RK_PPL_CELL <= b;
-             c += RK_PPL_CELL)
-            rk_ppl_hash(L->key, w->src[k] + (c - a), dig + (size_t)n++ * RK_PPL_DIG_BYTES);
-    }
-    e->dig = dig;
-    return RK_PPL_HASHED;
-}
-
 /*
  * Each parity member gets the entry of its own parity: P's member PP (RK_PPL_HAS_P), Q's member
  * PQ (RK_PPL_HAS_Q), with the same seq, encoded in place in the rings' stage buffers and made
@@ -577,7 +554,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (touched & (1u << k))
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
     e.flags = RK_PPL_HAS_P;
-    uint32_t hashed = ppl_digests(L, w, touched, g->nd, &e);
+    uint32_t hashed = r5_ppl_digests(L, w, touched, g->nd, &e);
     uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
     int na = (int)nt;
     if (ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))

@@ -1,5 +1,6 @@
 /*
- * Digest proofs of the partial parity log replay (docs/FORMAT.md "Replay", "Digests"): where the
+ * The digests of the partial parity log: computed by the writer (r5_ppl_digests) and used as
+ * proofs by the replay (docs/FORMAT.md "Replay", "Digests"): where the
  * partial parity alone cannot tell which version of a stripe the members hold (a dirty and
  * degraded start), the keyed digests of the new data that RK_PPL_HASHED entries carry can.
  *
@@ -24,6 +25,29 @@
 #include "raid/raid5_ppl_int.h"
 
 #define CELL RK_PPL_CELL
+
+/* Digests of the new data of every whole cell e's ranges cover (window w, touched chunks),
+ * into e->dig (a per-thread buffer); returns RK_PPL_HASHED, or 0 (e->dig NULL) when digests
+ * are off or do not fit in the header. */
+uint32_t r5_ppl_digests(const struct r5_ppl *L, const struct r5_wwin *w, uint32_t touched,
+                        uint32_t nd, struct rk_ppl_entry *e)
+{
+    static _Thread_local uint8_t dig[RK_PPL_MAX_DIG * RK_PPL_DIG_BYTES];
+    e->dig = NULL;
+    if (!L->hash || rk_ppl_digest_count(e) > RK_PPL_MAX_DIG)
+        return 0;
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < nd; k++) {
+        if (!(touched & (1u << k)))
+            continue;
+        uint64_t a = w->a[k], b = w->b[k];
+        for (uint64_t c = (a + RK_PPL_CELL - 1) / RK_PPL_CELL * RK_PPL_CELL; c + RK_PPL_CELL <= b;
+             c += RK_PPL_CELL)
+            rk_ppl_hash(L->key, w->src[k] + (c - a), dig + (size_t)n++ * RK_PPL_DIG_BYTES);
+    }
+    e->dig = dig;
+    return RK_PPL_HASHED;
+}
 
 /* Read the blocks in want of stripe g over member range [moff, moff + len) into bufs[b]:
  * 0 or -EIO. */
