@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config clang-format
-      liburing-dev libisal-dev libfuse3-dev fuse3 libcjson-dev libcmocka-dev libinih-dev libblkid-dev
+      liburing-dev libisal-dev libfuse3-dev fuse3 libcjson-dev libcmocka-dev libinih-dev libblkid-dev libsodium-dev
       fio libnbd-bin python3-libnbd nbdkit qemu-utils e2fsprogs util-linux btrfs-progs
       libgnutls28-dev gnutls-bin clang libfuzzer-14-dev
       scdoc nbdkit-plugin-dev

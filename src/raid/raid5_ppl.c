@@ -26,6 +26,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "core/util.h"
 #include "raid/raid5_int.h"
 #include "raid/raid5_ppl.h"
@@ -70,6 +72,12 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
     L->ring = g->ppl_size - RK_PPL_BLOCK;
     L->cap = (uint32_t)(L->ring / RK_PPL_BLOCK);
     L->next_seq = 1;
+    const char *env = getenv("RAIDKIT_PPL_HASH");
+    L->hash = !(env && strcmp(env, "0") == 0);
+    if (sodium_init() < 0) {
+        rk_err("raid: libsodium cannot start; partial parity log entries carry no digests");
+        L->hash = false;
+    }
     p->ppl = L;
     L->hbuf = rk_buf_alloc(RK_PPL_BLOCK);
     if (!L->hbuf)
@@ -130,7 +138,8 @@ static bool ring_fit(const struct r5_ppl *L, const struct ppl_ring *m, uint64_t 
  * holds no lock. Returns 0 or -errno (the slot is failed). */
 int r5_ppl_write_head(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, uint64_t retired)
 {
-    struct rk_ppl_head h = {.id = L->id, .retired = retired};
+    struct rk_ppl_head h = {.id = L->id, .retired = retired, .haskey = true};
+    memcpy(h.key, L->key, sizeof(h.key));
     rk_ppl_head_encode(&h, (uint8_t *)L->hbuf);
     int ret = rk_dev_write(r->members[slot], L->hbuf, RK_PPL_BLOCK, L->off, RK_WRITE_FUA);
     if (ret)
@@ -555,6 +564,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (touched & (1u << k))
             e.r[e.nranges++] = (struct rk_ppl_range){k, (uint32_t)w->a[k], (uint32_t)w->b[k]};
     e.flags = RK_PPL_HAS_P;
+    uint32_t hashed = r5_ppl_digests(L, w, touched, g->nd, &e);
     uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
     int na = (int)nt;
     if (ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))
@@ -580,7 +590,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     ppl_partial(q, g, w, touched, pp, pq);
     for (uint32_t i = 0; i < nt; i++) {
         char *b = buf[i];
-        e.flags = blk[i] == g->nd ? RK_PPL_HAS_P : RK_PPL_HAS_Q;
+        e.flags = (blk[i] == g->nd ? RK_PPL_HAS_P : RK_PPL_HAS_Q) | hashed;
         memset(b + RK_PPL_BLOCK + e.len, 0, size - RK_PPL_BLOCK - e.len);
         rk_ppl_entry_encode(&e, (uint8_t *)b, b + RK_PPL_BLOCK);
     }

@@ -2,10 +2,12 @@
  * Partial parity log blocks (docs/FORMAT.md "Partial parity log"): little-endian, 4 KiB, the
  * crc32c of bytes [0, 4092) in the last 4 bytes. Every field read from disk is bounded here.
  *
- * Head:   0 magic "RKPPLHD1"  8 id u64  16 retired u64
+ * Head:   0 magic "RKPPLHD1"  8 id u64  16 retired u64  24 flags u32 (1: key present)
+ *         32 log key (16 bytes, RK_PPL_HASHED entries of this member are keyed with it)
  * Entry:  0 magic "RKPPLEN1"  8 id u64  16 seq u64  24 row u64  32 lo u32  36 len u32
  *        40 flags u32  44 nranges u32  48 payload_crc u32  52 nrows u32 (RK_PPL_FULL only)
  *        56 ranges: nranges x 16 bytes (+0 chunk k u32, +4 a u32, +8 b u32, +12 reserved u32)
+ *        576 digests (RK_PPL_HASHED only): rk_ppl_digest_count x 8 bytes
  * Both: 4092 crc32c u32; every other byte zero.
  */
 #include "raid/raid5_ppl.h"
@@ -14,6 +16,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "core/util.h"
 
@@ -29,6 +33,9 @@
 #define PPL_OFF_RANGES 56
 #define PPL_RANGE_SIZE 16
 #define PPL_OFF_CRC    (RK_PPL_BLOCK - 4)
+#define PPL_OFF_HFLAGS 24 /* head */
+#define PPL_OFF_KEY    32
+#define PPL_HEAD_KEY   1u
 
 _Static_assert(PPL_OFF_RANGES + RK_MAX_MEMBERS * PPL_RANGE_SIZE <= PPL_OFF_CRC, "ranges fit");
 
@@ -41,6 +48,49 @@ uint64_t rk_ppl_entry_bytes(const struct rk_ppl_entry *e)
 {
     uint64_t pay = rk_ppl_payload_bytes(e);
     return RK_PPL_BLOCK + (pay + RK_PPL_BLOCK - 1) / RK_PPL_BLOCK * RK_PPL_BLOCK;
+}
+
+_Static_assert(PPL_OFF_RANGES + RK_MAX_MEMBERS * PPL_RANGE_SIZE <= RK_PPL_DIG_OFF, "digests");
+_Static_assert(PPL_OFF_KEY + RK_PPL_KEY_BYTES <= PPL_OFF_CRC, "key fits");
+
+/* First and end column of the whole cells inside [a, b). */
+static void ppl_cells(uint32_t a, uint32_t b, uint32_t *c0, uint32_t *c1)
+{
+    *c0 = (a + RK_PPL_CELL - 1) / RK_PPL_CELL * RK_PPL_CELL;
+    *c1 = b / RK_PPL_CELL * RK_PPL_CELL;
+    if (*c1 < *c0)
+        *c1 = *c0;
+}
+
+uint32_t rk_ppl_digest_count(const struct rk_ppl_entry *e)
+{
+    uint32_t n = 0, c0, c1;
+    for (uint32_t i = 0; i < e->nranges && i < RK_MAX_MEMBERS; i++) {
+        ppl_cells(e->r[i].a, e->r[i].b, &c0, &c1);
+        n += (c1 - c0) / RK_PPL_CELL;
+    }
+    return n;
+}
+
+int rk_ppl_digest_index(const struct rk_ppl_entry *e, uint32_t k, uint32_t c)
+{
+    uint32_t n = 0, c0, c1;
+    if (!(e->flags & RK_PPL_HASHED) || (e->flags & RK_PPL_FULL) || c % RK_PPL_CELL)
+        return -1;
+    for (uint32_t i = 0; i < e->nranges && i < RK_MAX_MEMBERS; i++) {
+        ppl_cells(e->r[i].a, e->r[i].b, &c0, &c1);
+        if (e->r[i].k == k)
+            return c >= c0 && c < c1 ? (int)(n + (c - c0) / RK_PPL_CELL) : -1;
+        n += (c1 - c0) / RK_PPL_CELL;
+    }
+    return -1;
+}
+
+void rk_ppl_hash(const uint8_t *key, const void *cell, uint8_t *out)
+{
+    _Static_assert(RK_PPL_DIG_BYTES == crypto_shorthash_BYTES, "digest size");
+    _Static_assert(RK_PPL_KEY_BYTES == crypto_shorthash_KEYBYTES, "key size");
+    crypto_shorthash(out, cell, RK_PPL_CELL, key);
 }
 
 static void ppl_seal(uint8_t *out)
@@ -76,6 +126,10 @@ void rk_ppl_head_encode(const struct rk_ppl_head *h, uint8_t *out)
     memcpy(out, RK_PPL_HEAD_MAGIC, 8);
     rk_put_le64(out + PPL_OFF_ID, h->id);
     rk_put_le64(out + PPL_OFF_SEQ, h->retired);
+    if (h->haskey) {
+        rk_put_le32(out + PPL_OFF_HFLAGS, PPL_HEAD_KEY);
+        memcpy(out + PPL_OFF_KEY, h->key, RK_PPL_KEY_BYTES);
+    }
     ppl_seal(out);
 }
 
@@ -87,6 +141,8 @@ int rk_ppl_head_decode(const uint8_t *buf, uint64_t id, struct rk_ppl_head *h, c
         return r;
     h->id = id;
     h->retired = rk_get_le64(buf + PPL_OFF_SEQ);
+    h->haskey = rk_get_le32(buf + PPL_OFF_HFLAGS) & PPL_HEAD_KEY;
+    memcpy(h->key, buf + PPL_OFF_KEY, RK_PPL_KEY_BYTES);
     return 0;
 }
 
@@ -110,6 +166,9 @@ void rk_ppl_entry_encode(struct rk_ppl_entry *e, uint8_t *out, const void *paylo
         rk_put_le32(x + 4, e->r[i].a);
         rk_put_le32(x + 8, e->r[i].b);
     }
+    uint32_t nd = rk_ppl_digest_count(e);
+    if ((e->flags & RK_PPL_HASHED) && e->dig && nd <= RK_PPL_MAX_DIG)
+        memcpy(out + RK_PPL_DIG_OFF, e->dig, (size_t)nd * RK_PPL_DIG_BYTES);
     ppl_seal(out);
 }
 
@@ -169,6 +228,8 @@ int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, str
     if (e->flags & RK_PPL_FULL)
         return ppl_check_full(e, lim, err, errlen);
     uint32_t allowed = lim->np == 2 ? RK_PPL_HAS_P | RK_PPL_HAS_Q : RK_PPL_HAS_P;
+    uint32_t hashed = e->flags & RK_PPL_HASHED;
+    e->flags &= ~RK_PPL_HASHED;
     if (e->row >= lim->rows || e->len == 0 || e->len % 512 || e->lo % 512 || e->lo >= lim->chunk ||
         e->len > lim->chunk - e->lo || !e->flags || (e->flags & ~allowed) || e->nranges == 0 ||
         e->nranges > lim->nd || e->nrows || rk_ppl_entry_bytes(e) > lim->room) {
@@ -184,7 +245,17 @@ int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, str
         e->r[i].a = rk_get_le32(x + 4);
         e->r[i].b = rk_get_le32(x + 8);
     }
-    return ppl_check_ranges(e, lim, err, errlen);
+    r = ppl_check_ranges(e, lim, err, errlen);
+    if (r || !hashed)
+        return r;
+    e->flags |= RK_PPL_HASHED;
+    if (rk_ppl_digest_count(e) > RK_PPL_MAX_DIG) {
+        rk_set_err(err, errlen, "log entry %" PRIu64 ": %" PRIu32 " digests do not fit", e->seq,
+                   rk_ppl_digest_count(e));
+        return RK_PPL_EFIELD;
+    }
+    e->dig = buf + RK_PPL_DIG_OFF;
+    return 0;
 }
 
 int rk_ppl_payload_check(const struct rk_ppl_entry *e, const void *payload, char *err,

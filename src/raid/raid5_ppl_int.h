@@ -49,6 +49,8 @@ struct r5_ppl {
     uint32_t cap;
     uint64_t next_seq;
     char *hbuf; /* head block of the thread that is busy */
+    bool hash;  /* partial entries carry digests of the new data (RAIDKIT_PPL_HASH, default on) */
+    uint8_t key[RK_PPL_KEY_BYTES]; /* the log key, written in every head (r5_ppl_start) */
     struct ppl_ring m[RK_MAX_MEMBERS];
 };
 
@@ -56,14 +58,61 @@ struct r5_ppl {
 struct ppl_found {
     struct rk_ppl_entry e;
     const char *payload;
+    uint32_t slot;
 };
 
 struct ppl_scan {
     char *buf[RK_MAX_MEMBERS]; /* region image of each readable slot, NULL: none */
     struct ppl_found *f;
     size_t nf, cap;
-    uint64_t next; /* > every seq seen, >= every retirement point */
+    uint64_t next;      /* > every seq seen, >= every retirement point */
+    unsigned untrusted; /* log blocks ignored as corrupt or out of bounds (heads included) */
+    bool haskey[RK_MAX_MEMBERS]; /* the slot's head holds a log key (key[slot]) */
+    uint8_t key[RK_MAX_MEMBERS][RK_PPL_KEY_BYTES];
 };
+
+/* One write of the log as the replay sees it: the copies of one seq found on the members
+ * (raid6: P's entry and Q's entry) merged; pp, pq: the partial parities found (NULL: none);
+ * dig, key: its digests and the key they were made with (NULL: not provable by digest). */
+struct ppl_lent {
+    struct rk_ppl_entry e;
+    const char *pp, *pq;
+    const uint8_t *dig, *key;
+};
+
+/* The replay's view while proving entry ls[xi] (ls sorted by seq). trust_absent: no log block
+ * was ignored, so the latest live entry that modified a cell is the latest write to it. */
+struct ppl_ctx {
+    const struct ppl_lent *ls;
+    size_t nl, xi;
+    bool trust_absent;
+};
+
+/*
+ * raid5_ppl_prove.c (docs/FORMAT.md "Replay", "Digests"). Columns [s, t) of the chunks of the
+ * stripe g of entry c->ls[c->xi].
+ *
+ * ppl_prove_older: the readable data chunks in chunks, which x's partial parity assumes as x
+ * saw them but an older live entry modified, are proven to hold that entry's new data (the
+ * content x saw) over every cell of [s, t), by their digests. False when any cell is not.
+ *
+ * ppl_prove_rebuild: the missing data chunks of g (not in rd) rebuilt from the parity on the
+ * members (raid5: P; raid6 one missing: P, else Q; two missing: P and Q) each match, over
+ * every cell of [s, t), a version the log proves (x's new data, or the latest older live
+ * entry's); then q's data and parity buffers over [s, t) (window offset s - x.lo) are set from
+ * that consistent version. False (buffers of [s, t) untouched) when no parity proves one.
+ */
+/* The writer's digests (RK_PPL_HASHED) of the new data of every whole cell that e's ranges
+ * cover (window w, touched data chunks of nd): into e->dig (a per-thread buffer, valid until
+ * the thread's next call). Returns RK_PPL_HASHED, or 0 with e->dig NULL when L's digests are off
+ * (RAIDKIT_PPL_HASH=0) or more than RK_PPL_MAX_DIG would be needed. */
+uint32_t r5_ppl_digests(const struct r5_ppl *L, const struct r5_wwin *w, uint32_t touched,
+                        uint32_t nd, struct rk_ppl_entry *e);
+
+bool ppl_prove_older(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c,
+                     uint32_t chunks, uint32_t s, uint32_t t);
+bool ppl_prove_rebuild(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c,
+                       uint32_t rd, uint32_t s, uint32_t t);
 
 /* Write slot's head block with retirement point retired (FUA). Caller is the busy thread (or
  * the only one: start) and holds no lock. Returns 0 or -errno (the slot is failed). */

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "core/util.h"
 #include "raid/raid5_int.h"
 #include "raid/raid5_ppl.h"
@@ -39,6 +41,12 @@ void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, stru
     sc->buf[slot] = buf;
     struct rk_ppl_head h = {0};
     int ret = rk_ppl_head_decode((const uint8_t *)buf, L->id, &h, err, sizeof(err));
+    sc->haskey[slot] = !ret && h.haskey;
+    memcpy(sc->key[slot], h.key, RK_PPL_KEY_BYTES);
+    if (ret && ret != RK_PPL_ENONE)
+        sc->untrusted++;
+    if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
+        sc->untrusted++;
     if (ret && ret != RK_PPL_ENONE)
         rk_warn("raid: slot %" PRIu32 " (%s): %s; log head ignored", slot, who, err);
     else if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
@@ -57,9 +65,11 @@ void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, stru
         lim.room = L->ring - pos;
         ret = rk_ppl_entry_decode((const uint8_t *)hb, &lim, &x.e, err, sizeof(err));
         x.payload = hb + RK_PPL_BLOCK;
+        x.slot = slot;
         if (!ret)
             ret = rk_ppl_payload_check(&x.e, x.payload, err, sizeof(err));
         if (ret) {
+            sc->untrusted += ret != RK_PPL_ENONE && ret != RK_PPL_ESTALE;
             if (ret != RK_PPL_ENONE && ret != RK_PPL_ESTALE)
                 rk_warn("raid: slot %" PRIu32 " (%s): log offset %" PRIu64 ": %s; ignored", slot,
                         who, pos, err);
@@ -118,13 +128,6 @@ static void ppl_q_from_p(struct r5_req *q, const struct r5_geo *g, uint32_t gone
             rk_parity_xor_into(n, dk, data[k]);
     r5_parity_gen(2, g->nd, n, data, pb, r5_blk(q, g->nd + 1) + off);
 }
-
-/* One write of the log as the replay sees it: the copies of one seq found on the members
- * (raid6: P's entry and Q's entry) merged; pp, pq: the partial parities found (NULL: none). */
-struct ppl_lent {
-    struct rk_ppl_entry e;
-    const char *pp, *pq;
-};
 
 /* Does logical entry y concern stripe row? */
 static bool lent_on_row(const struct ppl_lent *y, uint64_t row)
@@ -256,23 +259,27 @@ static uint32_t lent_pp(struct r5_req *q, const struct r5_geo *g, const struct p
  * a version of those chunks). raid6 with both parities on members makes Q follow P (one chunk
  * gone). Returns false when the run cannot be proven consistent (its parity is left).
  */
-static bool lent_run(struct r5_req *q, const struct r5_geo *g, const struct ppl_lent *x,
-                     uint32_t rd, uint32_t targets, uint32_t at, uint32_t older, uint64_t off,
-                     uint64_t n)
+static bool lent_run(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c, uint32_t rd,
+                     uint32_t targets, uint32_t at, uint32_t older, uint64_t off, uint64_t n)
 {
+    const struct ppl_lent *x = &c->ls[c->xi];
     uint32_t nd = g->nd, dmask = (1u << nd) - 1, gone = dmask & ~rd, pbit = 1u << nd;
-    uint32_t qbit = g->np == 2 ? 2u << nd : 0;
+    uint32_t qbit = g->np == 2 ? 2u << nd : 0, s = x->e.lo + (uint32_t)off, t = s + (uint32_t)n;
     bool one = gone && !(gone & (gone - 1));
-    if (older & ~at & rd & dmask)
-        return false;  /* x's partial parity assumes a chunk a live write may not have reached */
+    uint32_t assumed = older & ~at & rd & dmask;
+    /* x's partial parity assumes chunks a live write may not have reached, unless their
+     * digests prove they hold what x saw (that licenses the partial parity only: the parity on
+     * the members may predate that write); else the digests may still prove a rebuild. */
+    if (assumed && ((at & gone) || !ppl_prove_older(q, g, c, assumed, s, t)))
+        return ppl_prove_rebuild(q, g, c, rd, s, t);
     uint32_t have = 0; /* parity blocks in q's buffers that are consistent with the data */
     if (!(at & gone)) {
         have = lent_pp(q, g, x, at, off, n);
-        if ((targets & pbit) && !(have & pbit))
-            return false; /* P's entry not found: its parity cannot be rebuilt */
+        if ((targets & pbit) && !(have & pbit)) /* P's entry not found */
+            return ppl_prove_rebuild(q, g, c, rd, s, t);
     } else {
-        if (at & rd & dmask)
-            return false; /* a readable and a missing chunk modified: versions may differ */
+        if (at & rd & dmask) /* a readable and a missing chunk modified: versions may differ */
+            return ppl_prove_rebuild(q, g, c, rd, s, t);
         have = rd & (pbit | qbit);
         if (qbit && (have & pbit) && (have & qbit))
             have &= ~qbit; /* two parities on the members may hold different versions */
@@ -281,7 +288,7 @@ static bool lent_run(struct r5_req *q, const struct r5_geo *g, const struct ppl_
      * P): recomputed from the data, with the one missing chunk as P gives it. */
     if ((targets & qbit) && !(have & qbit)) {
         if (!(have & pbit) || !one)
-            return false;
+            return ppl_prove_rebuild(q, g, c, rd, s, t);
         ppl_q_from_p(q, g, gone, off, n);
     }
     return true;
@@ -356,8 +363,10 @@ static uint64_t lent_apply_full(struct r5_req *q, const struct ppl_lent *ls, siz
 
 /* Replay partial entry x (ls sorted by seq, x = ls[xi]). Returns true when every column run of
  * its window is proven consistent (or decided by a later entry). */
-static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, size_t xi)
+static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, size_t xi,
+                       bool trust_absent)
 {
+    const struct ppl_ctx c = {.ls = ls, .nl = nl, .xi = xi, .trust_absent = trust_absent};
     struct raid_priv *r = q->r;
     const struct ppl_lent *x = &ls[xi];
     struct r5_geo g;
@@ -385,7 +394,7 @@ static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, s
             bool newer;
             lent_context(ls, nl, xi, g.nd, s, t, &newer, &older);
             if (!newer)
-                ok &= lent_run(q, &g, x, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
+                ok &= lent_run(q, &g, &c, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
                                t - s);
         }
         lent_write(q, &g, targets, len, moff);
@@ -412,6 +421,11 @@ static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
         if (!n || ls[n - 1].e.seq != f->e.seq || ls[n - 1].e.row != f->e.row)
             ls[n++] = (struct ppl_lent){.e = f->e};
         struct ppl_lent *x = &ls[n - 1];
+        if ((f->e.flags & RK_PPL_HASHED) && f->e.dig && sc->haskey[f->slot] && !x->dig) {
+            x->dig = f->e.dig; /* digests and the key of the member they were found on */
+            x->key = sc->key[f->slot];
+            x->e.dig = f->e.dig;
+        }
         if ((f->e.flags & RK_PPL_FULL) != (x->e.flags & RK_PPL_FULL))
             continue; /* cannot happen with one writer of seqs; keep the first */
         if (f->e.flags & RK_PPL_HAS_P)
@@ -438,8 +452,8 @@ static int ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
     r5_req_buf(&q);
     for (size_t i = 0; i < nl; i++) {
         const struct rk_ppl_entry *e = &ls[i].e;
-        uint64_t left =
-            (e->flags & RK_PPL_FULL) ? lent_apply_full(&q, ls, nl, i) : !lent_apply(&q, ls, nl, i);
+        uint64_t left = (e->flags & RK_PPL_FULL) ? lent_apply_full(&q, ls, nl, i)
+                                                 : !lent_apply(&q, ls, nl, i, sc->untrusted == 0);
         done += !left;
         if (!left)
             continue;
@@ -478,6 +492,15 @@ int r5_ppl_start(struct raid_priv *r, int mode)
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if (rd & (1u << s))
             r5_ppl_scan_slot(r, L, s, &sc);
+    /* The log key: the one the heads hold (the array's, kept across starts), else a new one. */
+    bool key = false;
+    for (uint32_t s = 0; s < r->l.g.members && !key; s++)
+        if (sc.haskey[s]) {
+            memcpy(L->key, sc.key[s], RK_PPL_KEY_BYTES);
+            key = true;
+        }
+    if (!key)
+        randombytes_buf(L->key, RK_PPL_KEY_BYTES);
     int left = (mode & RK_LOG_REPLAY) ? ppl_replay(r, &sc) : 0;
     if (left && !(mode & RK_LOG_FORCE)) {
         /* Keep the log: a start with force (or with the member back) replays it again. */
