@@ -60,7 +60,7 @@ rk_session_pids()
     rest=${line##*) }
     read -r _ _ _ sid _ <<<"$rest"
     p=$$
-    while [ -n "$p" ] && [ "$p" -gt 1 ] && read -r line <"/proc/$p/stat" 2>/dev/null; do
+    while [ -n "$p" ] && [ "$p" -gt 1 ] && read -r line 2>/dev/null <"/proc/$p/stat"; do
         rest=${line##*) }
         read -r _ p _ <<<"$rest"
         skip+="$p "
@@ -68,11 +68,11 @@ rk_session_pids()
     for pid in /proc/[0-9]*; do
         pid=${pid#/proc/}
         [[ $skip == *" $pid "* ]] && continue
-        read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+        read -r line 2>/dev/null <"/proc/$pid/stat" || continue
         rest=${line##*) }
         read -r _ _ _ p _ <<<"$rest"
         [ "$p" = "$sid" ] || continue
-        mapfile -d '' args <"/proc/$pid/cmdline" 2>/dev/null || continue
+        mapfile -d '' args 2>/dev/null <"/proc/$pid/cmdline" || continue
         [[ "${args[*]:-}" == *"$pat"* ]] && echo "$pid"
     done
     return 0
@@ -107,7 +107,7 @@ rk_any_running()
 {
     local pid line
     for pid in "$@"; do
-        read -r line <"/proc/$pid/stat" 2>/dev/null || continue
+        read -r line 2>/dev/null <"/proc/$pid/stat" || continue
         line=${line##*) }
         [ "${line:0:1}" = Z ] || return 0
     done
