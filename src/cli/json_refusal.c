@@ -170,7 +170,7 @@ int cli_json_end(int rc)
             fwrite(jr.out, 1, jr.out_len, stdout);
     } else {
         /* a local refusal, or the server's {"ok": false, "error": "...", ...}: the one shape
-         * (a server reply keeps its other members, e.g. cache's "op") */
+         * (any other member of a server reply is kept) */
         cJSON *doc = d ? d : cJSON_CreateObject();
         cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "code", rc);
