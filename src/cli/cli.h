@@ -33,7 +33,8 @@ int cli_cache_fault(int argc, char **argv);
  * CLI_EXIT_OK when it says ok. */
 struct cJSON;
 /* --json for the helpers below (one command per process): a refusal or a request that got no
- * usable reply also prints {"ok": false, "error": ...} on stdout. */
+ * usable reply also prints {"ok": false, "error": MESSAGE} on stdout, which cli_json_end
+ * (json_refusal.h) turns into the one refusal shape {"ok": false, "error": {"code", ...}}. */
 void mgmt_set_json(bool on);
 /* True after mgmt_set_json(true) (or a manage command's --json). */
 bool mgmt_json_on(void);

@@ -32,7 +32,8 @@ static const char online_usage[] =
     "\n"
     "      --control PATH  the control socket of the server (required)\n"
     "      --json          print the server's reply as JSON ({\"ok\": true, \"op\": ...,\n"
-    "                      \"message\": ...}; a refusal {\"ok\": false, \"error\": ...})\n"
+    "                      \"message\": ...}; a refusal {\"ok\": false, \"error\":\n"
+    "                      {\"code\": 1, \"message\": ..., \"command\": ...}})\n"
     "  -h, --help          show this help\n";
 
 /* Parse [ARG] [--json] --control PATH of an online subcommand: 0 with *control and *arg (NULL

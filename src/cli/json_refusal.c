@@ -157,28 +157,40 @@ int cli_json_end(int rc)
     FILE *held = stdout;
     stdout = jr.real_out;
     jr.on = false;
-    bool pass = rc == 0;
-    if (!pass && jr.out_len) {
+    cJSON *d = NULL;
+    if (rc != 0 && jr.out_len) {
         const char *end = NULL;
-        cJSON *d = cJSON_ParseWithOpts(jr.out, &end, 1);
-        pass = d != NULL;
-        cJSON_Delete(d);
+        d = cJSON_ParseWithOpts(jr.out, &end, 1);
     }
-    if (pass) {
+    const cJSON *ok = d && cJSON_IsObject(d) ? cJSON_GetObjectItem(d, "ok") : NULL;
+    const cJSON *es = ok ? cJSON_GetObjectItem(d, "error") : NULL;
+    if (rc == 0 || (d && !(cJSON_IsFalse(ok) && cJSON_IsString(es)))) {
+        /* success, or the command's own failure document (info's description): unchanged */
         if (jr.out_len)
             fwrite(jr.out, 1, jr.out_len, stdout);
     } else {
-        cJSON *doc = cJSON_CreateObject();
-        cJSON *e = cJSON_AddObjectToObject(doc, "error");
+        /* a local refusal, or the server's {"ok": false, "error": "...", ...}: the one shape
+         * (any other member of a server reply is kept) */
+        cJSON *doc = d ? d : cJSON_CreateObject();
+        cJSON *e = cJSON_CreateObject();
         cJSON_AddNumberToObject(e, "code", rc);
-        cJSON_AddStringToObject(e, "message", jr_message(rc));
+        cJSON_AddStringToObject(e, "message",
+                                d && es->valuestring[0] ? es->valuestring : jr_message(rc));
         cJSON_AddStringToObject(e, "command", jr.command);
+        if (d) {
+            cJSON_ReplaceItemInObject(doc, "error", e);
+        } else {
+            cJSON_AddBoolToObject(doc, "ok", false);
+            cJSON_AddItemToObject(doc, "error", e);
+        }
+        d = NULL;
         char *t = cJSON_Print(doc);
         if (t)
             puts(t);
         free(t);
         cJSON_Delete(doc);
     }
+    cJSON_Delete(d);
     fflush(stdout);
     fclose(held);
     free(jr.out);

@@ -15,11 +15,13 @@ int cli_json_begin(const char *command, int argc, char **argv);
 
 /*
  * After the command returned rc (its exit status). With --json: when rc is 0, or the held stdout
- * is exactly one JSON document (a command's own failure document, e.g. {"ok": false, ...} or
- * info's description with exit 1), it is written to stdout unchanged; otherwise the held text
- * (usage, plain lines) is dropped and {"error": {"code": rc, "message": M, "command": C}} is
- * printed instead, M being the command's one-line error from stderr without its "raidkit CMD: "
- * prefix. Returns rc. Without --json: returns rc.
+ * is exactly one JSON document that is not a refusal (info's description with exit 1), it is
+ * written to stdout unchanged. Every other failure prints the one refusal shape
+ * {"ok": false, "error": {"code": rc, "message": M, "command": C}}: a held server refusal
+ * {"ok": false, "error": "M", ...} is converted (its other members kept); otherwise the held
+ * text (usage, plain lines) is dropped and M is the command's one-line error from stderr without
+ * its "raidkit CMD: " prefix. C is the command words given to cli_json_begin. Returns rc.
+ * Without --json: returns rc.
  */
 int cli_json_end(int rc);
 

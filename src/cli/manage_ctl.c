@@ -44,8 +44,8 @@ bool mgmt_json_on(void)
 }
 
 /* One line "raidkit CMD: MESSAGE" on stderr for a request that got no usable reply, and with
- * --json the same as {"ok": false, "error": MESSAGE} on stdout (a script reads a document for
- * every refusal, docs/CLI.md). */
+ * --json the same as {"ok": false, "error": MESSAGE} on stdout, as a server refusal is;
+ * cli_json_end (json_refusal.h) prints it in the one refusal shape of docs/CLI.md. */
 static void __attribute__((format(printf, 2, 3)))
 mgmt_no_reply(const char *cmd, const char *fmt, ...)
 {

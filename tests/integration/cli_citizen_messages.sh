@@ -5,7 +5,7 @@
 # - bitmap --add with a member missing does not advise --degraded, an option bitmap does not
 #   take (F6), and changes nothing; with every member it warns what it writes before writing;
 # - cache mode / detach / attach --json: one JSON document on stdout on success and on a refusal,
-#   and a control socket nobody serves gives {"ok": false, ...} too (F12);
+#   and a control socket nobody serves gives {"ok": false, "error": {"message": ...}} too (F12);
 # - info --test of an array that was not shut down cleanly exits 4, recovering (T5).
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/integration/manage_lib.bash"
@@ -77,7 +77,7 @@ rk_serve --control "$CTL" --cache "$C" "${M[@]}"
 [ "$(jq_py "$T/j" "(j['ok'], j['op'], j['mode'])")" = "(True, 'mode', 'writethrough')" ] ||
     rk_fail "cache mode --json: $(cat "$T/j")"
 "$RAIDKIT" cache attach "$C" --json --control "$CTL" >"$T/j" 2>"$T/e" && rk_fail "attach of an attached cache accepted"
-[ "$(jq_py "$T/j" "(j['ok'], bool(j['error']))")" = "(False, True)" ] || rk_fail "cache attach refusal --json: $(cat "$T/j")"
+[ "$(jq_py "$T/j" "(j['ok'], bool(j['error']['message']))")" = "(False, True)" ] || rk_fail "cache attach refusal --json: $(cat "$T/j")"
 [ -s "$T/e" ] || rk_fail "cache attach refusal: no stderr line"
 "$RAIDKIT" cache detach --json --control "$CTL" >"$T/j" 2>"$T/e" || rk_fail "cache detach --json: $(cat "$T/e")"
 [ "$(jq_py "$T/j" "(j['ok'], j['op'])")" = "(True, 'detach')" ] || rk_fail "cache detach --json: $(cat "$T/j")"
@@ -92,7 +92,7 @@ rk_log "=== --json with no server on the control socket"
 for cmd in "cache mode none" "cache detach" "status" "fail --slot 0"; do
     # shellcheck disable=SC2086
     "$RAIDKIT" $cmd --json --control "$T/nobody.sock" >"$T/j" 2>"$T/e" && rk_fail "$cmd: no server, exit 0"
-    [ "$(jq_py "$T/j" "(j['ok'], 'cannot connect' in j['error'])")" = "(False, True)" ] ||
+    [ "$(jq_py "$T/j" "(j['ok'], 'cannot connect' in j['error']['message'])")" = "(False, True)" ] ||
         rk_fail "$cmd --json without a server: stdout $(cat "$T/j")"
 done
 echo "PASS: cli citizen messages"

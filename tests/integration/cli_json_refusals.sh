@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # cli_json_refusals: with --json, every command that takes it prints one JSON document on stdout
-# even when it refuses or fails (usage errors, member problems, a control socket nobody serves):
-# {"error": {"code": N, "message": "...", "command": "..."}} (or the server's {"ok": false, ...}),
+# even when it refuses or fails (usage errors, member problems, a control socket nobody serves, a
+# request the running server refuses), always of one shape:
+# {"ok": false, "error": {"code": N, "message": "...", "command": "..."}},
 # nothing else on stdout, the one-line error still on stderr (docs/CLI.md, the introduction).
 . "$RAIDKIT_SOURCE_DIR/tests/lib/common.sh"
 rk_init
@@ -42,6 +43,15 @@ refused 1 "cache detach" cache detach --json --control "$T/nobody.ctl"
 refused 2 "cache attach" cache attach --json --control "$T/nobody.ctl"
 refused 2 bench bench --json --bogus
 refused 2 fuse fuse --json
+# refusals of a running server (its control reply is {"ok": false, "error": "..."})
+rk_create --level 1 "${M[0]}" "${M[1]}"
+rk_serve --control "$T/ctl" "${M[@]}"
+refused 1 fail fail --json --slot 5 --control "$T/ctl"
+"$RAIDKIT" scrub --no-wait --rate 1 --control "$T/ctl" 2>"$T/scrub.err" || rk_fail "scrub --no-wait: $(cat "$T/scrub.err")"
+refused 1 scrub scrub --json --control "$T/ctl"
+grep -q 'one job at a time' "$T/err.$n" || { echo "FAIL: scrub during a scrub: $(cat "$T/err.$n")" >&2; nfail=$((nfail + 1)); }
+refused 1 "re-add" re-add --json --slot 0 "${M[0]}" --control "$T/ctl"
+rk_stop
 python3 - "$T" "$n" <<'EOP' || nfail=$((nfail + 1))
 import json, sys
 t, n, bad = sys.argv[1], int(sys.argv[2]), 0
@@ -50,12 +60,9 @@ for i in range(1, n + 1):
     text = open("%s/out.%d" % (t, i)).read()
     try:
         d = json.loads(text)
-        if "ok" in d:
-            ok = d["ok"] is False and isinstance(d["error"], str)
-        else:
-            e = d["error"]
-            ok = e["code"] == int(rc) and e["command"] == words and e["message"] and \
-                not e["message"].startswith("raidkit")
+        e = d["error"]
+        ok = d["ok"] is False and e["code"] == int(rc) and e["command"] == words and \
+            e["message"] and not e["message"].startswith("raidkit")
     except Exception as x:
         ok = False
     if not ok:
