@@ -208,6 +208,39 @@ static int vol_place_members(struct rk_volume *v, struct vol_asm *a)
     return 0;
 }
 
+/* Part of phase 3: a degraded parity array whose full resync (the initial sync of members that
+ * could not be zeroed, or a full resync after a crash without a bitmap) has not finished holds
+ * parity that was never made valid from its checkpoint on; the write log covers only stripes
+ * written since, so a chunk of a missing member there is reconstructed as garbage (md refuses
+ * a degraded start of an array not in sync the same way). Refused without --force, warned with
+ * it. Returns 0 or -EUCLEAN + a->err. */
+static int vol_check_full_resync(struct rk_volume *v, struct vol_asm *a, bool hole)
+{
+    uint32_t f = v->sb.resync_flags;
+    if (!hole || a->nout == 0 || !(f & RK_SB_RESYNC_PENDING) || !(f & RK_SB_RESYNC_FULL))
+        return 0;
+    uint64_t total = vol_max_data(v), from = v->sb.resync_offset < total ? v->sb.resync_offset : 0;
+    uint64_t left = total - from;
+    unsigned pct = total ? (unsigned)(left * 100 / total) : 100;
+    if (!a->o->force) {
+        rk_set_err(a->err, a->errlen,
+                   "array %s is degraded and its initial sync (a full resync) has not finished: "
+                   "parity from member data offset %" PRIu64 " on (%" PRIu64 " of %" PRIu64
+                   " bytes per member, %u%%) was never made valid, so a chunk of the missing "
+                   "member there would read as garbage; re-add the missing member, or start "
+                   "with every member and let the sync finish, or start with --force to "
+                   "accept that",
+                   a->uuid, from, left, total, pct);
+        return -EUCLEAN;
+    }
+    rk_warn("array %s started degraded with --force although its initial sync (a full resync) "
+            "has not finished: %" PRIu64 " of %" PRIu64 " bytes per member (%u%%, from member "
+            "data offset %" PRIu64 ") hold parity that was never made valid; chunks of the "
+            "missing member there read as garbage",
+            a->uuid, left, total, pct, from);
+    return 0;
+}
+
 /* Phase 3, redundancy policy: the level must survive the slots that are out; missing members
  * need --degraded; a dirty degraded array of a level with a write hole needs --force. Then
  * missing slots are recorded failed (in memory; written with the dirty mark). */
@@ -248,6 +281,9 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
                 "log): a crash while degraded can corrupt data",
                 a->uuid);
     bool unsynced = v->sb.dirty == RK_SB_DIRTY || (v->sb.resync_flags & RK_SB_RESYNC_PENDING);
+    int r = vol_check_full_resync(v, a, hole);
+    if (r)
+        return r;
     if (unsynced && a->nout > 0 && !a->o->force && has_log && !v->log_closes_hole) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: its partial parity log "

@@ -231,9 +231,13 @@ static int r5_scrub_window(struct r5_req *q, struct r5_find *f, uint64_t hi, boo
 
 /* raid6 window [lo, hi) of stripe g with exactly block miss unreadable: the other blocks are
  * read, a missing data block is rebuilt from P, and the parity that was not used is compared
- * (Q when data or P is missing, P when Q is). A mismatch cannot be located: nothing is
- * repaired. Returns 1 (mismatch), 0, or 2 when a read failed (the caller recovers instead). */
-static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, uint32_t miss)
+ * (Q when data or P is missing, P when Q is). A mismatch cannot be located; with repair (a
+ * resync, or scrub --repair) the compared parity is rewritten from the data, as md's raid6
+ * sync does, so the stripe is consistent again (the missing block keeps what P says).
+ * Returns 1 (mismatch), 0, 2 when a read failed (the caller recovers instead), or -errno when
+ * the repair write failed. */
+static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, uint32_t miss,
+                             bool repair)
 {
     struct raid_priv *r = q->r;
     const struct r5_geo *g = f->g;
@@ -256,8 +260,20 @@ static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, u
     rk_parity_xor_into(n, calc, r5_blk(q, chk));
     if (!r5_nonzero_span(calc, n, &f->a, &f->b))
         return 0;
-    r5_report(r, f, chk, RK_MM_DEGRADED, RK_FIX_NONE);
-    return 1;
+    int ret = 0;
+    if (repair && (raid_slot_mask(r, RAID_STATES_WRITE) & (1u << g->slot[chk]))) {
+        rk_parity_xor_into(n, calc, r5_blk(q, chk)); /* back to the parity of the data */
+        struct r5_ios w = {.n = 0};
+        r5_io_add(&w, r, g->slot[chk], RK_OP_WRITE, 0, calc + f->a, f->b - f->a, moff + f->a);
+        if (r5_io_run(q, &w)) {
+            r5_fail_writes(q, &w);
+            ret = -EIO;
+        }
+    } else {
+        repair = false;
+    }
+    r5_report(r, f, chk, RK_MM_DEGRADED, repair && !ret ? RK_FIX_PARITY : RK_FIX_NONE);
+    return ret ? ret : 1;
 }
 
 /* One window [lo, hi) of stripe g for r5_scrub: check it as far as the readable blocks allow;
@@ -274,7 +290,7 @@ static int r5_scrub_one(struct r5_req *q, const struct r5_geo *g, uint64_t lo, u
     if ((uint32_t)__builtin_popcount(gone) >= g->np)
         return 0;
     if (gone) {
-        int m = r6_scrub_degraded(q, &f, hi, (uint32_t)__builtin_ctz(gone));
+        int m = r6_scrub_degraded(q, &f, hi, (uint32_t)__builtin_ctz(gone), repair);
         if (m != 2)
             return m;
     }

@@ -185,8 +185,8 @@ static void slot_read(struct arr *a, uint32_t slot, uint64_t moff, uint64_t len,
 #define R6_OFF (R6_ROW * 64 * KiB + 8 * KiB)
 
 /* "degraded raid6 scrub finds a corrupt chunk": with Q, P or a data chunk gone, the parity
- * left still shows the corrupted data chunk; repair cannot tell which chunk is wrong and
- * leaves everything as it is. */
+ * left still shows the corrupted data chunk; repair cannot tell which chunk is wrong: it
+ * rewrites the parity compared from the data (the data itself is left as it is). */
 static void test_raid6_degraded_scrub(void **state)
 {
     (void)state;
@@ -205,9 +205,13 @@ static void test_raid6_degraded_scrub(void **state)
         assert_int_equal(m.len, 4096);
         uint8_t before[4096], after[4096];
         slot_read(&a, 0, R6_OFF, sizeof(before), before);
-        scrub_counts(&a, true, 1, 0);
+        /* Repair (a resync, scrub --repair) rewrites the parity compared from the data, as
+         * md's raid6 sync does: the data is untouched and the stripe is consistent again. */
+        scrub_counts(&a, true, 1, 1);
+        assert_int_equal(one_mismatch(&a).fixed, RK_FIX_PARITY);
         slot_read(&a, 0, R6_OFF, sizeof(after), after);
         assert_memory_equal(before, after, sizeof(after));
+        scrub_counts(&a, false, 0, 0);
         arr_close(&a);
     }
 }
