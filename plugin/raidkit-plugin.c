@@ -78,6 +78,34 @@ static int rkp_config_complete(void)
     return 0;
 }
 
+/* Say the library's advice in the plugin's terms: `serve` options become this plugin's
+ * parameters (the message of rk_volume_open names --degraded, --force, --read-only). */
+static void rkp_plugin_terms(char *msg, size_t size)
+{
+    static const char *const map[][2] = {{"--degraded", "degraded=true"},
+                                         {"--force", "force=true"},
+                                         {"--read-only", "readonly=true"}};
+    char out[sizeof(rkp_open_err)];
+    size_t o = 0;
+    for (const char *p = msg; *p && o + 1 < sizeof(out);) {
+        size_t k, n = 0;
+        for (k = 0; k < sizeof(map) / sizeof(map[0]); k++) {
+            n = strlen(map[k][0]);
+            if (!strncmp(p, map[k][0], n) && !(p[n] == '-' || (p[n] >= 'a' && p[n] <= 'z')))
+                break;
+        }
+        if (k < sizeof(map) / sizeof(map[0])) {
+            o += (size_t)snprintf(out + o, sizeof(out) - o, "%s", map[k][1]);
+            if (o >= sizeof(out))
+                o = sizeof(out) - 1;
+            p += n;
+        } else
+            out[o++] = *p++;
+    }
+    out[o] = '\0';
+    snprintf(msg, size, "%s", out);
+}
+
 /* Assemble the volume. On failure every connection's .open fails with the reason, so a client
  * (and `nbdkit --run CMD`) gets the error at once (an after_fork error alone left a connecting
  * client waiting for ever). */
@@ -91,6 +119,7 @@ static int rkp_after_fork(void)
     if (r) {
         snprintf(rkp_open_err, sizeof(rkp_open_err), "raidkit: %s%s", err[0] ? err : strerror(-r),
                  cli_busy_hint((const char *const *)rkp_members, rkp_nmembers, hint, sizeof(hint)));
+        rkp_plugin_terms(rkp_open_err, sizeof(rkp_open_err));
         nbdkit_error("%s", rkp_open_err);
         return 0;
     }

@@ -66,6 +66,14 @@ rc=$?
 [ "$rc" -ne 0 ] && grep -q "members unavailable" "$T/few.log" || rk_fail "too few members (rc $rc): $(cat "$T/few.log")"
 timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" --run 'nbdinfo --size "$uri"' >"$T/few.log" 2>&1
 [ $? -ne 124 ] || rk_fail "nbdkit raidkit with one of three members hangs (stdin not /dev/null)"
+# One member missing without degraded=: the advice names the plugin's parameter, not serve's
+# option (it said "--degraded").
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" member="${M[1]}" --run 'nbdinfo --size "$uri"' </dev/null >"$T/deg.log" 2>&1 &&
+    rk_fail "nbdkit raidkit served a degraded array without degraded=true"
+grep -q "degraded=true" "$T/deg.log" || rk_fail "degraded advice: $(cat "$T/deg.log")"
+grep -q -- "--degraded" "$T/deg.log" && rk_fail "the advice names serve's --degraded: $(cat "$T/deg.log")"
+timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" member="${M[1]}" degraded=true --run 'nbdinfo --size "$uri"' </dev/null >"$T/deg.log" 2>&1 ||
+    rk_fail "degraded=true with one member missing: $(cat "$T/deg.log")"
 # The same member twice: said so, before anything is opened.
 timeout 30 nbdkit -U - "$PLUGIN" member="${M[0]}" member="${M[0]}" member="${M[1]}" --run true >"$T/dup.log" 2>&1 &&
     rk_fail "nbdkit accepted a member given twice"
