@@ -44,6 +44,8 @@ void mgmt_job_line(const cJSON *job, char *out, size_t len)
     char etas[40] = ", ETA unknown";
     if (strcmp(state, "running"))
         etas[0] = '\0'; /* a finished job has no ETA */
+    else if (eta >= 0 && eta < 1)
+        snprintf(etas, sizeof(etas), ", ETA < 1 s");
     else if (eta >= 0)
         snprintf(etas, sizeof(etas), ", ETA %.0f s", eta);
     snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s%s%s%s", what, state, mgmt_num(job, "percent"),

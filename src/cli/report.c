@@ -42,7 +42,11 @@ void cli_progress_update(struct cli_progress *p, uint64_t pos, uint64_t end, dou
 {
     double pct = end ? 100.0 * (double)pos / (double)end : 100.0;
     char eta[32] = "ETA unknown";
-    if (eta_s >= 0)
+    if (end && pos >= end)
+        snprintf(eta, sizeof(eta), "done"); /* a finished job has no ETA */
+    else if (eta_s >= 0 && eta_s < 1)
+        snprintf(eta, sizeof(eta), "ETA < 1 s");
+    else if (eta_s >= 0)
         snprintf(eta, sizeof(eta), "ETA %.0f s", eta_s);
     if (p->bar) {
         char bar[21];

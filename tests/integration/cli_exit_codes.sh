@@ -226,6 +226,9 @@ bad = [t[max(0, m.start() - 80):m.end()] for m in re.finditer(r"\d{4}-\d\d-\d\dT
        if m.start() and t[m.start() - 1] != "\n" and not t[:m.start()].endswith("\r\x1b[K")]
 if "[" not in t or "%" not in t:
     bad = ["no bar drawn with --progress: " + t[:200]]
+# a finished job shows no ETA, and none rounds down to "ETA 0 s"
+if re.search(r"100\.0% at [^,]*, ETA", t) or "ETA 0 s" in t:
+    bad = ["ETA shown at the end or as 0 s: " + t[-300:]]
 if bad:
     print("FAIL: a log line inside the progress bar: %r" % bad[0][:300], file=sys.stderr)
     sys.exit(1)
