@@ -12,6 +12,7 @@
 #include "raidkit/member_rbd.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,12 +234,83 @@ static void rbd_release(struct rbd_priv *p)
     free(p);
 }
 
+/* How long the close of a dead member (its cluster unreachable) may take, ms
+ * (RAIDKIT_RBD_CLOSE_TIMEOUT_MS overrides): librbd's close waits for requests in flight and
+ * rados_shutdown for the monitors, which can block for minutes with the cluster gone, while a
+ * dead member holds nothing the array still needs (its slot is failed). */
+#define RBD_CLOSE_TIMEOUT_MS_DEFAULT 3000u
+
+/* A close that runs in its own thread so a dead member's close can be given up on. */
+struct rbd_closer {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct rbd_priv *p;
+    bool done, abandoned;
+};
+
+static void *rbd_closer_run(void *arg)
+{
+    struct rbd_closer *c = arg;
+    rbd_release(c->p);
+    pthread_mutex_lock(&c->lock);
+    c->done = true;
+    bool abandoned = c->abandoned;
+    pthread_cond_signal(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+    if (abandoned) /* the closing thread left: the last one out frees */
+        free(c);
+    return NULL;
+}
+
 static void rbd_close_op(struct rk_dev *dev)
 {
     struct rbd_priv *p = dev->priv;
-    if (!atomic_load(&p->dead))
+    if (!atomic_load(&p->dead)) {
         rbd_flush(p->image); /* librbd's cache; a failure was already reported by a request */
-    rbd_release(p);
+        rbd_release(p);
+        return;
+    }
+    const char *e = getenv("RAIDKIT_RBD_CLOSE_TIMEOUT_MS");
+    unsigned ms = e && atoi(e) > 0 ? (unsigned)atoi(e) : RBD_CLOSE_TIMEOUT_MS_DEFAULT;
+    struct rbd_closer *c = calloc(1, sizeof(*c));
+    pthread_t t;
+    if (!c) {
+        rbd_release(p);
+        return;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+    c->p = p;
+    char spec[sizeof(p->spec)];
+    snprintf(spec, sizeof(spec), "%s", p->spec);
+    if (pthread_create(&t, NULL, rbd_closer_run, c)) {
+        rbd_release(p);
+        free(c);
+        return;
+    }
+    pthread_detach(t);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += (time_t)(ms / 1000);
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&c->lock);
+    while (!c->done && pthread_cond_timedwait(&c->cond, &c->lock, &dl) != ETIMEDOUT)
+        ;
+    bool done = c->done;
+    c->abandoned = !done;
+    pthread_mutex_unlock(&c->lock);
+    if (done) {
+        free(c);
+        return;
+    }
+    rk_warn("rbd member %s: its close did not finish within %u ms (the cluster is "
+            "unreachable); left to finish in the background (the member had failed: it holds "
+            "nothing the array needs)",
+            spec, ms);
 }
 
 static const struct rk_dev_ops rbd_ops;

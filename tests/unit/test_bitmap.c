@@ -2,6 +2,7 @@
  * corrupted field refused (never trusted), the superblock's bitmap/resync fields, and the
  * engine's ordering: a region's bit is on the members before the write that needs it. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -190,13 +191,23 @@ static int od_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
     return rk_dev_read(o->inner, buf, len, off);
 }
 
+/* Member writes come from several threads at once (writers, the cleaner, its flush hooks): the
+ * checker's scratch area, its counters and the area rewrite are serialized, so a check never
+ * reads a half-written area. */
+static pthread_mutex_t od_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int od_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t off, uint32_t fl)
 {
     struct order_dev *o = d->priv;
+    pthread_mutex_lock(&od_lock);
     if (off == RK_BM_OFFSET) {
         o->area_writes++;
         o->area_fua += (fl & RK_WRITE_FUA) != 0;
-    } else if (off >= T_DOFF) {
+        int r = rk_dev_write(o->inner, buf, len, off, fl);
+        pthread_mutex_unlock(&od_lock);
+        return r;
+    }
+    if (off >= T_DOFF) {
         static uint8_t area[4096];
         struct rk_bm_hdr h;
         char err[200];
@@ -208,6 +219,7 @@ static int od_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t of
             for (uint64_t i = first; i <= last; i++)
                 o->violations += !rk_bm_test(area, i);
     }
+    pthread_mutex_unlock(&od_lock);
     return rk_dev_write(o->inner, buf, len, off, fl);
 }
 
