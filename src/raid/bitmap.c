@@ -204,11 +204,19 @@ int raid_bitmap_join(struct raid_priv *r)
 
 bool raid_flush_writable(struct raid_priv *r)
 {
+    /* Inside the level's flush hooks, as a client FLUSH (engine.c raid_flush): raid5/6 retire
+     * the log entries of every write complete before the flush began, so a write that no
+     * client FLUSH followed (the bitmap cleaner, resync checkpoints) does not stay live. */
+    uint64_t mark[RK_MAX_MEMBERS];
+    if (r->l.lvl->flush_begin)
+        r->l.lvl->flush_begin(r, mark);
     uint32_t usable = raid_slot_mask(r, RAID_STATES_WRITE);
     bool ok = true;
     for (uint32_t i = 0; i < r->l.g.members; i++)
         if ((usable & (1u << i)) && rk_dev_flush(r->members[i]))
             ok = false;
+    if (ok && r->l.lvl->flush_end)
+        r->l.lvl->flush_end(r, mark);
     return ok;
 }
 
@@ -223,25 +231,10 @@ bool raid_bitmap_region_set(struct raid_priv *r, uint64_t i)
     return bm && i < bm->nregions && (atomic_load(&bm->state[i]) & BM_SET);
 }
 
-/* Flush every writable member inside the level's flush hooks (what a client FLUSH does,
- * engine.c raid_flush): raid5/6 retire the partial parity log entries of every write complete
- * before the flush began, so a write that no client FLUSH followed does not stay live in the
- * log once its region is idle. True when every member flush succeeded. */
-static bool bm_flush(struct raid_priv *r)
-{
-    uint64_t mark[RK_MAX_MEMBERS];
-    if (r->l.lvl->flush_begin)
-        r->l.lvl->flush_begin(r, mark);
-    bool ok = raid_flush_writable(r);
-    if (ok && r->l.lvl->flush_end)
-        r->l.lvl->flush_end(r, mark);
-    return ok;
-}
-
 /* One cleaner pass: regions with their bit set, nothing in flight and no write for the idle
- * time are candidates; after a flush of the members (bm_flush), each candidate still untouched
- * since the scan (its state word still exactly BM_SET, its last tick old) loses its bit, and
- * the area is rewritten. While degraded no bit is cleared, but the members are still flushed
+ * time are candidates; after a flush of the members (raid_flush_writable), each candidate still
+ * untouched since the scan (its state word still exactly BM_SET, its last tick old) loses its bit,
+ * and the area is rewritten. While degraded no bit is cleared, but the members are still flushed
  * once per idle transition: only when some candidate was written since the last flush of the
  * cleaner (so a region that stays idle costs one flush, not one per tick). all: every idle
  * region, whatever its age (close). */
@@ -262,7 +255,7 @@ static void bm_clean(struct raid_priv *r, bool all)
     bool degraded = raid_bitmap_degraded(r);
     if (degraded && !fresh)
         return;
-    if (!bm_flush(r))
+    if (!raid_flush_writable(r))
         return;
     bm->flush_tick = now; /* every write that ended before tick now is durable */
     bm->flushed = true;

@@ -132,7 +132,9 @@ bool raid_bitmap_degraded(struct raid_priv *r);
  * false without a bitmap or for i >= nregions. */
 bool raid_bitmap_region_set(struct raid_priv *r, uint64_t i);
 
-/* Flush every writable (ACTIVE or REBUILDING) member; false when one flush failed. */
+/* Flush every writable (ACTIVE or REBUILDING) member inside the level's flush_begin/flush_end
+ * hooks (raid_int.h; raid5/6 retire the log entries the flush made durable; flush_end runs only
+ * when every member flush succeeded); false when one flush failed. */
 bool raid_flush_writable(struct raid_priv *r);
 
 /* Engine close: stop the cleaner; after a final flush clear every idle unpinned bit on the

@@ -88,6 +88,13 @@ struct ppl_ctx {
     bool trust_absent;
 };
 
+/* The writer's digests (RK_PPL_HASHED) of the new data of every whole cell that e's ranges
+ * cover (window w, touched data chunks of nd): into e->dig (a per-thread buffer, valid until
+ * the thread's next call). Returns RK_PPL_HASHED, or 0 with e->dig NULL when L's digests are off
+ * (RAIDKIT_PPL_HASH=0) or more than RK_PPL_MAX_DIG would be needed. */
+uint32_t r5_ppl_digests(const struct r5_ppl *L, const struct r5_wwin *w, uint32_t touched,
+                        uint32_t nd, struct rk_ppl_entry *e);
+
 /*
  * raid5_ppl_prove.c (docs/FORMAT.md "Replay", "Digests"). Columns [s, t) of the chunks of the
  * stripe g of entry c->ls[c->xi].
@@ -102,13 +109,6 @@ struct ppl_ctx {
  * entry's); then q's data and parity buffers over [s, t) (window offset s - x.lo) are set from
  * that consistent version. False (buffers of [s, t) untouched) when no parity proves one.
  */
-/* The writer's digests (RK_PPL_HASHED) of the new data of every whole cell that e's ranges
- * cover (window w, touched data chunks of nd): into e->dig (a per-thread buffer, valid until
- * the thread's next call). Returns RK_PPL_HASHED, or 0 with e->dig NULL when L's digests are off
- * (RAIDKIT_PPL_HASH=0) or more than RK_PPL_MAX_DIG would be needed. */
-uint32_t r5_ppl_digests(const struct r5_ppl *L, const struct r5_wwin *w, uint32_t touched,
-                        uint32_t nd, struct rk_ppl_entry *e);
-
 bool ppl_prove_older(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c,
                      uint32_t chunks, uint32_t s, uint32_t t);
 bool ppl_prove_rebuild(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c,
