@@ -410,10 +410,7 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         close(no->fd); /* and the socket file serve_source bound */
         if (o->hidden[0])
             unlink(o->hidden);
-        if (ctl_fd >= 0) {
-            close(ctl_fd);
-            unlink(o->control);
-        }
+        rk_control_unlisten(ctl_fd, o->control);
         return CLI_EXIT_FAIL;
     }
     if (rk_volume_remote_watch(vol, o->oo.rebuild_rate)) /* URI members: fail, reconnect */
@@ -430,10 +427,7 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         unlink(o->hidden);
     if (r) {
         fprintf(stderr, "raidkit serve: %s\n", err[0] ? err : strerror(-r));
-        if (ctl_fd >= 0) {
-            close(ctl_fd);
-            unlink(o->control);
-        }
+        rk_control_unlisten(ctl_fd, o->control);
         rk_volume_close(vol);
         return CLI_EXIT_FAIL;
     }
@@ -683,11 +677,8 @@ int cli_serve_open(int argc, char **argv, int skip, struct cli_serve_volume *out
                        sizeof(err));
     if (r) {
         fprintf(stderr, "raidkit %s: %s\n", argv[0], err[0] ? err : strerror(-r));
-        if (out->control_fd >= 0) {
-            close(out->control_fd);
-            out->control_fd = -1;
-            unlink(o.control);
-        }
+        rk_control_unlisten(out->control_fd, o.control);
+        out->control_fd = -1;
         return CLI_EXIT_FAIL;
     }
     out->control = o.control;

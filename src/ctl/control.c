@@ -243,6 +243,14 @@ int rk_control_listen(const char *path, int *fd, char *err, size_t errlen)
     return rk_unix_listen(path, &perm, 16, "control socket", fd, err, errlen);
 }
 
+void rk_control_unlisten(int fd, const char *path)
+{
+    if (fd < 0)
+        return;
+    close(fd);
+    unlink(path);
+}
+
 int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **out, char *err,
                      size_t errlen)
 {

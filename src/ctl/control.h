@@ -42,6 +42,10 @@ int rk_control_start(const char *path, struct rk_volume *v, struct rk_control **
  * -errno of rk_control_start with one line in err. */
 int rk_control_listen(const char *path, int *fd, char *err, size_t errlen);
 
+/* Give up a socket rk_control_listen made at path (before rk_control_start_fd took it): close
+ * fd and remove the socket file. No-op when fd < 0. */
+void rk_control_unlisten(int fd, const char *path);
+
 /* rk_control_start over fd, a socket rk_control_listen made at path (owned from here on:
  * closed, and path unlinked, on failure and by rk_control_stop). Same returns. */
 int rk_control_start_fd(int fd, const char *path, struct rk_volume *v, struct rk_control **out,
