@@ -15,7 +15,7 @@
 #   QEMU_NBD_ARGS [] extra qemu-nbd options
 #   RAIDKIT_OLD [] a second raidkit binary (an older build) run as the peer "rk-old" in the same
 #               rotation, on its own copy of the member file (raidkit locks its members)
-#   RK_OLD_ENV [] environment assignments for rk-old only, e.g. RK_OLD_ENV=RAIDKIT_NBD_SPLICE=0
+#   RK_OLD_ENV [] environment assignments for rk-old only, e.g. RK_OLD_ENV=RAIDKIT_NBD_INLINE=0
 #               with RAIDKIT_OLD set to the same binary: zero-copy reads off vs on in one run
 #   More workloads (not in the default list): randread16k, qd1read16k (16K random reads at qd32
 #   and qd1), read1mqd32, qd1read1m (1M sequential reads at qd32 and qd1)

@@ -113,20 +113,6 @@ struct rk_dev_ops {
      */
     bool (*start_local)(struct rk_dev *dev, struct rk_io *io);
     void (*wait_local)(struct rk_io *const *ios, int n);
-    /*
-     * Optional zero-copy read support (issue 13 item 5; docs/ARCHITECTURE.md "Zero-copy
-     * reads"): when every byte of [off, off+len) (validated like a read) is, right now, stored
-     * unchanged at one contiguous range of one open file, so that reading *fd at *file_off for
-     * len bytes returns exactly what ops->read would, set *fd and *file_off and return 0.
-     * Anything else returns -ENOTSUP (or another -errno) and the caller uses read: a range over
-     * two member extents, a copy that is failed, rebuilding, unsynced where the read rule picks
-     * another copy, holding recorded bad ranges, data held in memory (a cache tier, stripe
-     * gathering) that is not written out, and every member that transforms data or may fail
-     * on purpose (nbd, rbd, emulated, fault). *fd stays owned by the device and open while dev
-     * is; the answer is a snapshot: a write racing with the caller's read of *fd may be seen
-     * or not, as with read. NULL: never.
-     */
-    int (*map_extent)(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
 };
 
 /* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */
@@ -178,16 +164,6 @@ int rk_dev_write_zeroes(struct rk_dev *dev, uint64_t len, uint64_t off, uint32_t
  * are not errors of the device: the range is then reported as data. Returns 0 or -EINVAL.
  */
 int rk_dev_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *extent_len, bool *is_hole);
-
-/*
- * Where [off, off+len) of dev can be read without the device (ops->map_extent, above): 0 with
- * *fd (owned by dev, valid while dev is open; the caller only reads it, with pread or splice)
- * and *file_off (bytes) when the whole range is one unchanged extent of one file; -EINVAL when
- * the range is invalid for a read (rk_dev_check_range) or len is 0; -ENOTSUP when dev has no
- * map_extent or the range does not qualify (use rk_dev_read). A success counts as one read of
- * len bytes in dev's statistics (at every layer the answer passes through).
- */
-int rk_dev_map_extent(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
 
 /* True when rk_dev_write_zeroes on dev is cheap (ops->zero_fast says so); false otherwise. */
 bool rk_dev_zero_fast(struct rk_dev *dev);

@@ -103,21 +103,6 @@ int rk_dev_discard(struct rk_dev *dev, uint64_t len, uint64_t off)
     return count(dev, dev->ops->discard(dev, len, off));
 }
 
-int rk_dev_map_extent(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd, uint64_t *file_off)
-{
-    int r = rk_dev_check_range(dev, RK_OP_READ, len, off);
-    if (r || len == 0)
-        return r ? r : -EINVAL;
-    if (!dev->ops->map_extent)
-        return -ENOTSUP;
-    r = dev->ops->map_extent(dev, off, len, fd, file_off);
-    if (r)
-        return r;
-    atomic_fetch_add_explicit(&dev->stats.reads, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&dev->stats.read_bytes, len, memory_order_relaxed);
-    return 0;
-}
-
 /* A shared 1 MiB zero buffer for emulated write-zeroes (allocated once, never freed). */
 static void *zero_buf;
 static const size_t zero_buf_len = 1u << 20;

@@ -36,13 +36,6 @@ static int ro_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *exte
     return rk_dev_map(dev->priv, off, len, extent_len, is_hole);
 }
 
-/* Reads are the device below's: so is where they can be read from (device.h map_extent). */
-static int ro_map_extent(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd,
-                         uint64_t *file_off)
-{
-    return rk_dev_map_extent(dev->priv, off, len, fd, file_off);
-}
-
 static const struct rk_dev_ops ro_ops = {
     .kind = "read-only",
     .read = ro_read,
@@ -51,7 +44,6 @@ static const struct rk_dev_ops ro_ops = {
     .discard = ro_discard,
     .write_zeroes = ro_write_zeroes,
     .map = ro_map,
-    .map_extent = ro_map_extent,
 };
 
 int rk_readonly_open(struct rk_dev *lower, struct rk_dev **out)

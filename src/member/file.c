@@ -452,17 +452,6 @@ static int file_map(struct rk_dev *dev, uint64_t off, uint64_t len, uint64_t *ex
     return 0;
 }
 
-/* rk_dev_ops.map_extent (device.h): a file member stores every byte unchanged at its own
- * offset, so any validated range is one extent of p->fd. */
-static int file_map_extent(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd,
-                           uint64_t *file_off)
-{
-    struct file_priv *p = dev->priv;
-    *fd = p->fd;
-    *file_off = off;
-    return 0;
-}
-
 /* Zeroing is fast on a regular file whose file system punches holes or zeroes ranges. */
 static bool file_zero_fast(struct rk_dev *dev)
 {
@@ -481,7 +470,6 @@ static const struct rk_dev_ops file_uring_ops = {
     .close = file_close,
     .map = file_map,
     .zero_fast = file_zero_fast,
-    .map_extent = file_map_extent,
     .start_local = file_local_start,
     .wait_local = file_local_wait,
 };
@@ -497,7 +485,6 @@ static const struct rk_dev_ops file_pread_ops = {
     .close = file_close,
     .map = file_map,
     .zero_fast = file_zero_fast,
-    .map_extent = file_map_extent,
 };
 
 /* ---- open ---- */

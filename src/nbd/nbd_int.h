@@ -122,12 +122,6 @@ struct nbd_conn {
     bool rlarge; /* the last request was a large WRITE: receive the next header alone */
     struct nbd_req *bq_head, *bq_tail;
     int bq_n;
-    /* Zero-copy reads (splice.c): the connection's pipe, used only by the thread that owns the
-     * send side; open when spipe_cap > 0 (bytes it holds). spipe_bad: it could not be made. */
-    int spipe[2];
-    size_t spipe_cap;
-    bool spipe_bad;
-    uint64_t nspliced; /* READ replies sent by splice (logged at debug level at the end) */
 };
 
 struct rk_nbd_server {
@@ -163,13 +157,11 @@ struct rk_nbd_server {
     pthread_mutex_t q_lock;
     pthread_cond_t q_cond;
     struct nbd_req *q_head, *q_tail;
-    int q_idle;          /* workers waiting on q_cond */
-    int q_waking;        /* signalled workers that have not yet woken (see nbd_pool_wake) */
-    int fast_cap;        /* running workers allowed while requests are fast: CPUs + 1 */
-    uint32_t splice_min; /* smallest READ answered by splice (splice.c); 0 = off; env
-                          * RAIDKIT_NBD_SPLICE */
-    bool inline_ok;      /* reader may run cheap requests itself; env RAIDKIT_NBD_INLINE=0 turns
-                          * this off so tests can force every request through the pool */
+    int q_idle;     /* workers waiting on q_cond */
+    int q_waking;   /* signalled workers that have not yet woken (see nbd_pool_wake) */
+    int fast_cap;   /* running workers allowed while requests are fast: CPUs + 1 */
+    bool inline_ok; /* reader may run cheap requests itself; env RAIDKIT_NBD_INLINE=0 turns
+                     * this off so tests can force every request through the pool */
     /* Moving mean of request run time (execute + non-blocking reply), updated by the workers;
      * relaxed and racy on purpose: it only steers nbd_pool_wake. */
     _Atomic int64_t svc_ewma_ns;
@@ -245,39 +237,6 @@ void nbd_reply_defer(struct nbd_req *r, uint32_t err);
  * non-blocking sendmsg calls as it takes (NBD_SEND_BATCH replies each); what would block goes
  * to the writer thread, in front of its queue. Reader only. */
 void nbd_reply_flush(struct nbd_conn *c);
-/* reply.c, for splice.c: build the successful reply to READ r and return its header iovec (the
- * len data bytes are to follow it on the socket; owned by r). */
-const struct iovec *nbd_reply_head(struct nbd_req *r);
-/* reply.c, for splice.c: own c's send side when nobody sends, no reply waits for the writer and
- * the peer is not gone (true: c->sending set; the caller then writes to the socket itself, and
- * must call nbd_send_release); else false and nothing changed. */
-bool nbd_send_claim(struct nbd_conn *c);
-/* reply.c, for splice.c: give c's send side back after nbd_send_claim. r (may be NULL: nothing
- * was sent) is the request whose reply went out (ok) or broke off: it ends its execution
- * (executing--) and returns to the free list. !ok: the connection is cut (a reply that cannot
- * complete; NBD protocol "Transmission": the peer must not see a later reply after it). */
-void nbd_send_release(struct nbd_conn *c, struct nbd_req *r, bool ok);
-/* splice.c: answer READ r (validated, len > 0, executing) without copying its data through
- * user space, when zero-copy reads are on (srv->splice_min <= len, plain connection), the
- * device maps the range to one file extent (rk_dev_map_extent), the socket is writable and free
- * (nbd_send_claim) and the whole range fits c's pipe: member -> pipe -> socket. True when r was
- * answered (or the connection dropped: a send error after the header); false when nothing was
- * sent and r is untouched (the caller reads and replies as usual). May block the calling thread
- * on the peer while a reply is half sent (the send side is then owned: at most one thread per
- * connection). */
-bool nbd_splice_read(struct nbd_req *r);
-/* splice.c: close c's pipe (when it may hold a broken-off reply, or at the end). */
-void nbd_splice_close(struct nbd_conn *c);
-/* splice.c: at the connection's end (after its writer stopped): log how many READ replies went
- * out by splice (debug level), close the pipe. */
-void nbd_splice_end(struct nbd_conn *c);
-/* The pipe size asked for (bytes; the kernel may give less: reads above it are copied). */
-#define NBD_SPLICE_PIPE (1u << 20)
-/* Default smallest READ sent by splice: 0 = off, since it did not measure faster on the NBD
- * path (bench/RESULTS.md "Zero-copy reads": slower at qd 1, no clear gain at qd 8-32); env
- * RAIDKIT_NBD_SPLICE=N turns it on for READs of N bytes and more. */
-#define NBD_SPLICE_MIN_DEFAULT 0u
-
 /* Most replies gathered into one sendmsg (two iovecs each: header, data). */
 #define NBD_SEND_BATCH 32
 /* reply.c: cut c off (timeouts, stop): shut its socket down, drop queued replies, and make a

@@ -281,40 +281,6 @@ void nbd_conn_cut(struct nbd_conn *c)
     pthread_mutex_unlock(&c->lock);
 }
 
-const struct iovec *nbd_reply_head(struct nbd_req *r)
-{
-    nbd_reply_build(r->conn, r, 0);
-    return &r->iov[0];
-}
-
-bool nbd_send_claim(struct nbd_conn *c)
-{
-    pthread_mutex_lock(&c->lock);
-    bool ok = !c->send_failed && !c->rq_head && !c->sending;
-    if (ok)
-        c->sending = true;
-    pthread_mutex_unlock(&c->lock);
-    return ok;
-}
-
-void nbd_send_release(struct nbd_conn *c, struct nbd_req *r, bool ok)
-{
-    if (r)
-        atomic_store_explicit(&c->active_ns, nbd_now_ns(), memory_order_relaxed);
-    pthread_mutex_lock(&c->lock);
-    c->sending = false;
-    if (r) {
-        if (--c->executing == 0)
-            pthread_cond_broadcast(&c->cond);
-        nbd_req_put_locked(c, r);
-    }
-    if (!ok)
-        nbd_send_fail_locked(c);
-    if (c->rq_head)
-        pthread_cond_signal(&c->wcond);
-    pthread_mutex_unlock(&c->lock);
-}
-
 /* Bytes of r's reply (header and data). */
 static size_t nbd_reply_len(const struct nbd_req *r)
 {

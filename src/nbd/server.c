@@ -414,17 +414,6 @@ int rk_nbd_server_create(struct rk_dev *dev, const struct rk_nbd_opts *opts,
         srv->tflags |= NBD_FLAG_READ_ONLY;
     else
         srv->tflags |= NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES | NBD_FLAG_SEND_FAST_ZERO;
-    const char *spl = getenv("RAIDKIT_NBD_SPLICE");
-    srv->splice_min = NBD_SPLICE_MIN_DEFAULT;
-    if (spl && *spl) {
-        char *end;
-        unsigned long v = strtoul(spl, &end, 10);
-        if (*end || v > UINT32_MAX)
-            rk_warn("nbd: RAIDKIT_NBD_SPLICE='%s' is not a byte count; zero-copy reads stay off",
-                    spl);
-        else
-            srv->splice_min = (uint32_t)v;
-    }
     const char *inl = getenv("RAIDKIT_NBD_INLINE");
     srv->inline_ok = !(inl && !strcmp(inl, "0"));
     srv->export_name = strdup(opts->export_name ? opts->export_name : "");

@@ -102,8 +102,6 @@ static void nbd_req_execute_in(struct nbd_req *r, bool defer)
 {
     struct nbd_conn *c = r->conn;
     void (*reply)(struct nbd_req *, uint32_t) = defer ? nbd_reply_defer : nbd_reply_send;
-    if (r->type == NBD_CMD_READ && nbd_splice_read(r))
-        return;
     unsigned n = atomic_fetch_add_explicit(&c->nexec, 1, memory_order_relaxed);
     if (n % NBD_SAMPLE_EVERY) {
         reply(r, nbd_errno(nbd_req_run(r, c->srv->dev)));
@@ -428,7 +426,6 @@ void nbd_conn_serve(struct nbd_conn *c)
             break;
     }
     nbd_conn_end(c);
-    nbd_splice_end(c);
     free(c->rbuf);
     c->rbuf = NULL;
     atomic_store(&c->phase, NBD_PHASE_DONE);

@@ -19,18 +19,6 @@
 int raid_copies_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
                    uint32_t flags);
 
-/*
- * The map_extent hook of the copy levels (struct raid_level.map_extent): validated array range
- * [off, off+len) as one extent of one member, when the copy a read would pick (least busy,
- * ACTIVE, no recorded bad range over the range) holds the whole range contiguously. Refused
- * (-ENOTSUP) where the range crosses to another slot or offset (raid0/raid10 chunks, linear
- * slots), no copy qualifies, or a resync runs over an unsynced region of it (reads there follow
- * the resync's source copy piece by piece: the normal path keeps that rule). Else the member's
- * rk_dev_map_extent answer (fault, nbd, emulated members: -ENOTSUP).
- */
-int raid_copies_map_extent(struct raid_priv *r, uint64_t off, uint64_t len, int *fd,
-                           uint64_t *file_off);
-
 /* The reconstruct and scrub hooks (struct raid_level) of the levels with an unmap hook (raid1,
  * raid10), with the contracts described there. */
 int raid_copies_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,

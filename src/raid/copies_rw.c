@@ -333,31 +333,3 @@ int raid_copies_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
         raid_write_end(r, &lk, locked);
     return ret;
 }
-
-int raid_copies_map_extent(struct raid_priv *r, uint64_t off, uint64_t len, int *fd,
-                           uint64_t *file_off)
-{
-    const struct raid_layout *l = &r->l;
-    struct rk_raid_extent c[RK_MAX_MEMBERS];
-    uint64_t run;
-    bool resyncing = raid_bitmap_resyncing(r);
-    int n = l->lvl->map(l, off, c, RK_MAX_MEMBERS, &run);
-    if (resyncing && raid_copies_unsynced(r, c, n, run < len ? run : len))
-        return -ENOTSUP;
-    int i = raid_pick(r, NULL, c, n, raid_slot_mask(r, RAID_STATES_READ), len);
-    if (i < 0)
-        return -ENOTSUP;
-    uint32_t slot = c[i].slot;
-    uint64_t moff = c[i].member_off;
-    /* Every later piece must continue on the same slot, right after the previous one. */
-    for (uint64_t done = run; done < len; done += run) {
-        n = l->lvl->map(l, off + done, c, RK_MAX_MEMBERS, &run);
-        int k = 0;
-        while (k < n && (c[k].slot != slot || c[k].member_off != moff + done))
-            k++;
-        if (k == n ||
-            (resyncing && raid_copies_unsynced(r, c, n, run < len - done ? run : len - done)))
-            return -ENOTSUP;
-    }
-    return rk_dev_map_extent(r->members[slot], l->g.data_offset + moff, len, fd, file_off);
-}

@@ -99,14 +99,6 @@ static void raid_priv_free(struct raid_priv *r)
     free(r);
 }
 
-/* rk_dev_ops.map_extent: the level's hook (raid_int.h), -ENOTSUP without one. */
-static int raid_map_extent(struct rk_dev *dev, uint64_t off, uint64_t len, int *fd,
-                           uint64_t *file_off)
-{
-    struct raid_priv *r = dev->priv;
-    return r->l.lvl->map_extent ? r->l.lvl->map_extent(r, off, len, fd, file_off) : -ENOTSUP;
-}
-
 static void raid_close(struct rk_dev *dev)
 {
     struct raid_priv *r = dev->priv;
@@ -127,7 +119,6 @@ const struct rk_dev_ops raid_dev_ops = {
     .close = raid_close,
     .map = raid_alloc_map,
     .zero_fast = raid_alloc_zero_fast,
-    .map_extent = raid_map_extent,
 };
 
 int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,

@@ -51,5 +51,4 @@ const struct raid_level raid_level_linear = {
     .map = linear_map,
     .survives = linear_survives,
     .rw = raid_copies_rw,
-    .map_extent = raid_copies_map_extent,
 };

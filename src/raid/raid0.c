@@ -67,5 +67,4 @@ const struct raid_level raid_level_raid0 = {
     .map = raid0_map,
     .survives = raid0_survives,
     .rw = raid_copies_rw,
-    .map_extent = raid_copies_map_extent,
 };

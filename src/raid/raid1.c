@@ -55,7 +55,6 @@ const struct raid_level raid_level_raid1 = {
     .map = raid1_map,
     .survives = raid1_survives,
     .rw = raid_copies_rw,
-    .map_extent = raid_copies_map_extent,
     .unmap = raid1_unmap,
     .reconstruct = raid_copies_reconstruct,
     .scrub = raid_copies_scrub,

@@ -75,7 +75,6 @@ const struct raid_level raid_level_raid10 = {
     .map = raid10_map,
     .survives = raid10_survives,
     .rw = raid_copies_rw,
-    .map_extent = raid_copies_map_extent,
     .unmap = raid10_unmap,
     .reconstruct = raid_copies_reconstruct,
     .scrub = raid_copies_scrub,

@@ -318,12 +318,6 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok);
 int r5_rw_direct(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, uint64_t off,
                  uint32_t flags, bool stream);
 
-/* raid5_read.c: the level's map_extent hook (raid_int.h): validated array range [off, off+len)
- * as one extent of the member holding it, when it lies in one data chunk on an ACTIVE slot
- * with no recorded bad range there (held gathered writes of the range are written out first);
- * else -ENOTSUP (a degraded read goes through parity on the normal path). */
-int r5_map_extent(struct raid_priv *r, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
-
 /* ---- raid5_gather.c ---- */
 
 /* Gathering entries (stripes held at once) and their memory bound; extents per held stripe. */

@@ -143,19 +143,3 @@ int r5_read(struct r5_req *q, char *buf, uint64_t len, uint64_t off)
     }
     return ret;
 }
-
-int r5_map_extent(struct raid_priv *r, uint64_t off, uint64_t len, int *fd, uint64_t *file_off)
-{
-    struct r5_priv *p = r->level_priv;
-    const struct raid_layout *l = &r->l;
-    if (p->gather)
-        r5g_drain(r, off, len); /* held writes reach the members first, as before a read */
-    struct rk_raid_extent e;
-    uint64_t run;
-    r5_map(l, off, &e, 1, &run);
-    if (len > run || !(raid_slot_mask(r, RAID_STATES_READ) & (1u << e.slot)) ||
-        raid_bad_hit(r, e.slot, e.member_off, len))
-        return -ENOTSUP; /* two chunks, or a degraded read through parity */
-    return rk_dev_map_extent(r->members[e.slot], l->g.data_offset + e.member_off, len, fd,
-                             file_off);
-}

@@ -121,12 +121,6 @@ struct raid_level {
      * degraded start cannot detect or repair (the RAID5/6 write hole): a dirty and degraded
      * start of such a level needs --force. */
     bool write_hole;
-    /* Optional: the raid device's rk_dev_ops.map_extent (device.h) for validated array range
-     * [off, off+len): one readable member extent that a read of the range would use as it is
-     * (the copy levels: raid_copies_map_extent, copies.h; raid5/6: r5_map_extent). 0 with *fd
-     * and *file_off from the member's rk_dev_map_extent, else -ENOTSUP (or the member's error):
-     * the caller reads through rw. NULL: never. */
-    int (*map_extent)(struct raid_priv *r, uint64_t off, uint64_t len, int *fd, uint64_t *file_off);
 };
 
 /*
