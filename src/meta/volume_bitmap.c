@@ -323,7 +323,12 @@ static int vol_bitmap_clearing(void *ctx)
     struct rk_volume *v = ctx;
     int r = 0;
     pthread_mutex_lock(&v->lock);
-    if (v->sb.events_cleared != v->sb.events) {
+    /* A slot failed since the cleaner looked (its failure is recorded under v->lock after the
+     * engine marks it): no clear, or the event would be the failure's own. */
+    for (uint32_t i = 0; v->raid && i < v->sb.members; i++)
+        if (rk_raid_slot_state(v->raid, i) != RK_SLOT_ACTIVE)
+            r = -EAGAIN;
+    if (!r && v->sb.events_cleared != v->sb.events) {
         uint64_t old = v->sb.events_cleared;
         v->sb.events_cleared = v->sb.events;
         r = vol_write_sbs(v, false);

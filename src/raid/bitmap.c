@@ -259,7 +259,10 @@ static void bm_clean(struct raid_priv *r, bool all)
         return;
     bm->flush_tick = now; /* every write that ended before tick now is durable */
     bm->flushed = true;
-    if (degraded)
+    /* Again after the flush: a slot that failed while it ran (a remote member's flush can take
+     * its whole op timeout) must not see the clear's event recorded, which would make its
+     * re-add a whole rebuild. */
+    if (degraded || raid_bitmap_degraded(r))
         return;
     /* The clear's event count is durable before any bit goes: a member copied away before it
      * has a lower count and is never re-added from the bitmap (docs/FORMAT.md "Re-add"). */

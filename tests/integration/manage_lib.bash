@@ -5,8 +5,11 @@
 # mg_status: `raidkit status --json --control $CTL` into $T/st.json (fails the test on error).
 mg_status()
 {
-    "$RAIDKIT" status --json --control "$CTL" >"$T/st.json" 2>"$T/st.err" ||
-        rk_fail "raidkit status failed: $(cat "$T/st.err")"
+    # Bounded: a server that holds its lock does not hang the test.
+    timeout -k 5 30 "$RAIDKIT" status --json --control "$CTL" >"$T/st.json" 2>"$T/st.err"
+    local rc=$?
+    [ "$rc" != 124 ] || rk_fail "raidkit status did not answer within 30 s"
+    [ "$rc" = 0 ] || rk_fail "raidkit status failed: $(cat "$T/st.err")"
 }
 
 # mg_q PYEXPR: evaluate a python expression over the status document `s`; print the result.

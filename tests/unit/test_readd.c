@@ -1,8 +1,10 @@
 /* Re-add (docs/FORMAT.md "Re-add", docs/ARCHITECTURE.md "Re-add"): the superblock fields, and in
  * the engine: no bit is cleared while a slot is away, a re-add resyncs only the marked regions
- * and leaves the rest of the member alone, the clear's event is recorded before bits go, and a
- * scrub repair sets bits before it writes. */
+ * and leaves the rest of the member alone, the clear's event is recorded before bits go (and not
+ * for a slot that failed during the cleaner's flush), and a scrub repair sets bits before it
+ * writes. */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -145,6 +147,130 @@ static void test_engine_readd(void **state)
         rk_dev_close(m[i]);
 }
 
+/* A member whose flush can be held (a remote member's flush waits for its op timeout): the
+ * flush signals that it entered, then waits until released. Everything else passes through. */
+struct gate {
+    struct rk_dev *child;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool armed, entered;
+};
+
+static int gate_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
+{
+    return rk_dev_read(((struct gate *)d->priv)->child, buf, len, off);
+}
+
+static int gate_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t off, uint32_t fl)
+{
+    return rk_dev_write(((struct gate *)d->priv)->child, buf, len, off, fl);
+}
+
+static int gate_flush(struct rk_dev *d)
+{
+    struct gate *g = d->priv;
+    pthread_mutex_lock(&g->lock);
+    if (g->armed) {
+        g->entered = true;
+        pthread_cond_broadcast(&g->cond);
+        while (g->armed)
+            pthread_cond_wait(&g->cond, &g->lock);
+    }
+    pthread_mutex_unlock(&g->lock);
+    return rk_dev_flush(g->child);
+}
+
+static int gate_discard(struct rk_dev *d, uint64_t len, uint64_t off)
+{
+    return rk_dev_discard(((struct gate *)d->priv)->child, len, off);
+}
+
+static int gate_zero(struct rk_dev *d, uint64_t len, uint64_t off, uint32_t fl)
+{
+    return rk_dev_write_zeroes(((struct gate *)d->priv)->child, len, off, fl);
+}
+
+static void gate_close(struct rk_dev *d)
+{
+    (void)d; /* the test owns the gate and its child */
+}
+
+static const struct rk_dev_ops gate_ops = {.kind = "gate",
+                                           .read = gate_read,
+                                           .write = gate_write,
+                                           .flush = gate_flush,
+                                           .discard = gate_discard,
+                                           .write_zeroes = gate_zero,
+                                           .close = gate_close};
+
+static void *fail_slot1(void *raid)
+{
+    rk_raid_fail_slot(raid, 1);
+    return NULL;
+}
+
+/* The cleaner looked (not degraded), then a slot failed while its flush ran: no clear's event
+ * may be recorded after that (the failure's event would become the clear's, and the member's
+ * re-add a whole rebuild), and its bits stay. */
+static void test_fail_during_clean_flush(void **state)
+{
+    (void)state;
+    struct gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
+    struct rk_dev *m[2], *m0, *raid;
+    assert_int_equal(rk_mem_open(DOFF + DATA, 512, &m0), 0);
+    assert_int_equal(rk_mem_open(DOFF + DATA, 512, &g.child), 0);
+    m[0] = m0;
+    m[1] = rk_dev_alloc(&gate_ops, &g, "gate");
+    assert_non_null(m[1]);
+    m[1]->size = g.child->size;
+    m[1]->block_size = m[1]->opt_io_size = 512;
+    struct rk_raid_geom geo = {0};
+    rk_test_geom(&geo, RK_LEVEL_RAID1, 2, 65536, DOFF, DATA);
+    struct rk_raid_events ev = {.bitmap_clearing = on_clearing};
+    assert_int_equal(rk_raid_open(&geo, m, &ev, &raid), 0);
+    struct rk_raid_bitmap_opts bo = {
+        .area_offset = BM_OFF, .area_size = 4096, .region = REGION, .idle_ms = 100};
+    assert_int_equal(rk_raid_bitmap_attach(raid, &bo), 0);
+    static uint8_t a[REGION];
+    rk_test_fill64(a, sizeof(a), 3);
+    assert_int_equal(rk_dev_write(raid, a, REGION, 0, 0), 0);
+    assert_int_equal(wait_set(raid, 0), 0);
+
+    /* Armed once the write returned (its own bitmap update may flush), well before the
+     * region is idle (100 ms). */
+    assert_int_equal(rk_dev_write(raid, a, REGION, 5 * REGION, 0), 0);
+    pthread_mutex_lock(&g.lock);
+    g.armed = true;
+    pthread_mutex_unlock(&g.lock);
+    pthread_mutex_lock(&g.lock); /* the cleaner's flush of the idle region holds */
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += 5;
+    while (!g.entered && pthread_cond_timedwait(&g.cond, &g.lock, &dl) == 0)
+        ;
+    bool entered = g.entered;
+    pthread_mutex_unlock(&g.lock);
+    assert_true(entered);
+    int before = g_clearing;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, fail_slot1, raid), 0);
+    for (int i = 0; i < 100 && rk_raid_slot_state(raid, 1) == RK_SLOT_ACTIVE; i++)
+        nap_ms(10);
+    pthread_mutex_lock(&g.lock);
+    g.armed = false;
+    pthread_cond_broadcast(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    pthread_join(t, NULL);
+    assert_int_equal(rk_raid_slot_state(raid, 1), RK_SLOT_FAILED);
+    nap_ms(500); /* several cleaner passes */
+    assert_int_equal(g_clearing, before);
+    assert_int_equal(wait_set(raid, 1), 1);
+    rk_dev_close(raid);
+    rk_dev_close(m[1]);
+    rk_dev_close(m0);
+    rk_dev_close(g.child);
+}
+
 static void test_readd_needs_bitmap(void **state)
 {
     (void)state;
@@ -167,6 +293,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sb_fields),
         cmocka_unit_test(test_engine_readd),
+        cmocka_unit_test(test_fail_during_clean_flush),
         cmocka_unit_test(test_readd_needs_bitmap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
