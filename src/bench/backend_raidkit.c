@@ -245,6 +245,8 @@ static void raidkit_counts(const struct run_target *t, struct run_counts *k)
     const struct rk_raid_geom *g = rk_raid_geometry(raid);
     k->bytes = atomic_load(&dev->stats.read_bytes) + atomic_load(&dev->stats.write_bytes);
     k->ops = atomic_load(&dev->stats.reads) + atomic_load(&dev->stats.writes);
+    if (g)
+        k->geom = *g;
     for (uint32_t s = 0; g && s < g->members && s < RK_MAX_MEMBERS; s++) {
         struct rk_dev *m = rk_raid_member(raid, s);
         if (!m)

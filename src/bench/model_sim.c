@@ -32,6 +32,8 @@ struct sim {
     uint64_t now;                     /* HDD: the event time being handled */
     uint64_t span;                    /* HDD: bytes of each member covered */
     uint64_t next[2][RK_MAX_MEMBERS]; /* HDD sequential: next offset per direction, member */
+    const struct rk_raid_geom *g;     /* HDD sequential read through the layout (else NULL) */
+    uint64_t pos, aspan, creq;        /* layout: next array offset, array bytes, client bytes */
     struct sim_slot *slot;
     int depth, n;
     double rw[RK_MAX_MEMBERS], ww[RK_MAX_MEMBERS]; /* member shares of reads / writes */
@@ -277,6 +279,41 @@ static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, i
     }
 }
 
+/* Layout mode: the next client read (creq bytes at the array's next offset, fio's one position,
+ * wrapping at the job's span) as the member reads rk_raid_map gives it, queued for slot sl. */
+static void sim_hdd_layout_read(struct sim *s, struct sim_slot *sl)
+{
+    uint64_t off = s->pos, left = s->creq;
+    if (off + left > s->aspan)
+        off = 0;
+    s->pos = off + left;
+    sl->nops = 0;
+    sl->ready = false;
+    sl->t = s->now;
+    struct emul_hreq r[2 * RK_MAX_MEMBERS];
+    int mem[2 * RK_MAX_MEMBERS], k = 0;
+    while (left > 0 && k < 2 * RK_MAX_MEMBERS) {
+        struct rk_raid_extent e[RK_MAX_MEMBERS];
+        uint64_t run = 0;
+        if (rk_raid_map(s->g, off, e, RK_MAX_MEMBERS, &run) < 1 || run == 0)
+            break;
+        uint64_t len = run < left ? run : left;
+        mem[k] = (int)e[0].slot;
+        r[k] = (struct emul_hreq){.off = s->g->data_offset + e[0].member_off,
+                                  .len = len,
+                                  .dir = EMUL_DIR_READ,
+                                  .kind = EMUL_H_IO};
+        k++;
+        off += len;
+        left -= len;
+    }
+    sl->nops = k;
+    sl->ready = k == 0;
+    for (int o = 0; o < k; o++)
+        if (emul_hq_add(&s->m[mem[o]], &s->hq[mem[o]], &r[o], false, sl, s->now, sim_hdd_done, s))
+            sim_hdd_done(s, sl); /* queue full (never at fio's depths): counted as done */
+}
+
 /* Slot sl's phase ended at s->now: its writes after its reads, or a new request. Returns whether
  * a request ended. */
 static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
@@ -289,6 +326,12 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
         return false;
     }
     bool ended = sl->phase != 0;
+    if (s->g) {
+        sl->nw = 0;
+        sl->phase = 1;
+        sim_hdd_layout_read(s, sl);
+        return ended;
+    }
     int nr, nw, k;
     sim_plan(s, &nr, &nw);
     if (nr == 1 && nw == 0 && (k = sim_mirror_read(s, s->now, true)) >= 0) {
@@ -360,6 +403,18 @@ static uint64_t sim_hdd_span(const struct run_sim_in *in, int n, uint64_t cap)
     return span < cap ? span : cap;
 }
 
+/* Does the HDD simulation walk the array's layout? A sequential pure-read job (nw: member
+ * writes, 0) on a one-copy level whose geometry is known and matches the members counted. */
+static bool sim_layout_ok(const struct run_sim_in *in, int n, double nw)
+{
+    const struct rk_raid_geom *g = in->geom;
+    if (!g || !in->seq || nw > 0 || (in->rfrac > 0 && in->rfrac < 1) || g->level != in->level ||
+        (int)g->members != n)
+        return false;
+    return g->level == RK_LEVEL_LINEAR || g->level == RK_LEVEL_RAID0 ||
+           g->level == RK_LEVEL_RAID5 || g->level == RK_LEVEL_RAID6;
+}
+
 double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
                      const struct run_counts *b)
 {
@@ -399,6 +454,11 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
     uint64_t cap = p->capacity ? p->capacity : 1ull << 30;
     s.hq = hdd ? calloc((size_t)s.n, sizeof(*s.hq)) : NULL;
     s.span = sim_hdd_span(in, s.n, cap);
+    if (hdd && sim_layout_ok(in, s.n, nw)) {
+        s.g = in->geom;
+        s.creq = (uint64_t)req;
+        s.aspan = in->span ? in->span : rk_raid_array_size(in->geom);
+    }
     double mbs = 0;
     if (s.m && s.slot && (s.hq || !hdd)) {
         bool ok = true;

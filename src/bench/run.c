@@ -233,7 +233,8 @@ static void run_config_jobs(struct run_ctx *x, int c, const struct bench_backend
                                         .iodepth = job->iodepth,
                                         .span = job->size,
                                         .seq = strstr(job->rw, "rand") == NULL,
-                                        .rfrac = rd + wr > 0 ? rd / (rd + wr) : 0};
+                                        .rfrac = rd + wr > 0 ? rd / (rd + wr) : 0,
+                                        .geom = k1.geom.members ? &k1.geom : NULL};
                 double sim = run_model_sim(&in, &k0, &k1);
                 model = sim > 0 ? sim : model;
             }

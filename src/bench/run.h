@@ -12,6 +12,7 @@
 #include "bench/bench.h"
 #include "raidkit/device.h"
 #include "raidkit/emul.h"
+#include "raidkit/raid.h"
 
 /* One run of `raidkit bench`. */
 struct run_ctx {
@@ -44,6 +45,7 @@ struct run_counts {
     uint64_t bytes; /* array bytes read + written */
     uint64_t ops;   /* array (client) reads + writes */
     uint64_t r[RK_MAX_MEMBERS], w[RK_MAX_MEMBERS], rb[RK_MAX_MEMBERS], wb[RK_MAX_MEMBERS];
+    struct rk_raid_geom geom; /* the array's layout (geom.members 0: unknown) */
 };
 
 /*
@@ -144,6 +146,10 @@ struct run_sim_in {
     uint64_t span;
     bool seq;
     double rfrac; /* mixed job: client read bytes / all client bytes (0 or 1: not mixed) */
+    /* HDD sequential read of a one-copy level (linear, raid0, raid5, raid6): the array's layout.
+     * Client reads then walk the array in order and each maps to its member extents
+     * (rk_raid_map: a member's stream skips its parity chunks). NULL: per-member streams. */
+    const struct rk_raid_geom *geom;
 };
 /* The model's own simulated MB/s (10^6 bytes/s) for the member I/O between counts a and b: a
  * closed loop of in->iodepth client requests on a fake clock through emul_ssd_submit, one model
