@@ -115,10 +115,14 @@ struct rk_dev_ops {
     void (*wait_local)(struct rk_io *const *ios, int n);
 };
 
-/* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers. */
+/* Per-device I/O accounting (docs/ARCHITECTURE.md); updated by the rk_dev_* wrappers.
+ * fua_writes / fua_write_bytes: the part of writes / write_bytes issued with RK_WRITE_FUA (on a
+ * member of a volume: the write-intent bitmap and partial parity log writes, and the clients'
+ * FUA writes), which a drive with a write cache cannot acknowledge from it. */
 struct rk_dev_stats {
     _Atomic uint64_t reads, writes, flushes, discards, zeroes;
     _Atomic uint64_t read_bytes, write_bytes;
+    _Atomic uint64_t fua_writes, fua_write_bytes;
     _Atomic uint64_t errors;
 };
 

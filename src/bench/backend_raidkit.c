@@ -255,6 +255,9 @@ static void raidkit_counts(const struct run_target *t, struct run_counts *k)
         k->w[s] = atomic_load(&m->stats.writes);
         k->rb[s] = atomic_load(&m->stats.read_bytes);
         k->wb[s] = atomic_load(&m->stats.write_bytes);
+        k->fw[s] = atomic_load(&m->stats.fua_writes);
+        k->fwb[s] = atomic_load(&m->stats.fua_write_bytes);
+        k->fl[s] = atomic_load(&m->stats.flushes);
         k->n = (int)s + 1;
     }
 }

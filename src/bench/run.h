@@ -45,7 +45,10 @@ struct run_counts {
     uint64_t bytes; /* array bytes read + written */
     uint64_t ops;   /* array (client) reads + writes */
     uint64_t r[RK_MAX_MEMBERS], w[RK_MAX_MEMBERS], rb[RK_MAX_MEMBERS], wb[RK_MAX_MEMBERS];
-    struct rk_raid_geom geom; /* the array's layout (geom.members 0: unknown) */
+    /* the part of w / wb written with FUA (bitmap and log writes: ordered before the data) */
+    uint64_t fw[RK_MAX_MEMBERS], fwb[RK_MAX_MEMBERS];
+    uint64_t fl[RK_MAX_MEMBERS]; /* member flushes */
+    struct rk_raid_geom geom;    /* the array's layout (geom.members 0: unknown) */
 };
 
 /*
@@ -148,7 +151,13 @@ struct run_sim_in {
     double rfrac; /* mixed job: client read bytes / all client bytes (0 or 1: not mixed) */
     /* HDD sequential read of a one-copy level (linear, raid0, raid5, raid6): the array's layout.
      * Client reads then walk the array in order and each maps to its member extents
-     * (rk_raid_map: a member's stream skips its parity chunks). NULL: per-member streams. */
+     * (rk_raid_map: a member's stream skips its parity chunks). NULL: per-member streams.
+     * HDD, any job: member data offsets start at geom->data_offset; a sequential write job on
+     * raid5/raid6 holds each stripe row's lock (writes of one row one at a time); an array with
+     * a partial parity log (geom->ppl_size) writes the counts' FUA writes (the log entries) in
+     * their own phase before the data writes, from the media, in the log region, one write in
+     * flight per member's ring (group commit), and the counts' flushes as log reclaims that
+     * hold back every other log write. */
     const struct rk_raid_geom *geom;
 };
 /* The model's own simulated MB/s (10^6 bytes/s) for the member I/O between counts a and b: a
@@ -160,7 +169,7 @@ struct run_sim_in {
  * 20000 measured; deterministic. 0 = unknown (no device model, no I/O, out of memory). An HDD
  * profile runs the same loop through the HDD command queue of the emul member (emul_hq_add /
  * emul_hq_advance: seek + rotation + transfer, NCQ reordering, write-cache acks), one queue per
- * member, event by event (run_model_sim_hdd). Rule: docs/BENCHMARKS.md "Validation against the
+ * member, event by event (model_sim_hdd.c). Rule: docs/BENCHMARKS.md "Validation against the
  * emulation". */
 double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
                      const struct run_counts *b);

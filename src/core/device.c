@@ -54,6 +54,21 @@ static int count(struct rk_dev *dev, int r)
     return r;
 }
 
+/* Count (sign 1) or uncount (sign -1) a write of len bytes in the FUA counters when flags ask
+ * for FUA. */
+static void count_fua(struct rk_dev *dev, uint32_t flags, uint64_t len, int sign)
+{
+    if (!(flags & RK_WRITE_FUA))
+        return;
+    if (sign > 0) {
+        atomic_fetch_add_explicit(&dev->stats.fua_writes, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&dev->stats.fua_write_bytes, len, memory_order_relaxed);
+    } else {
+        atomic_fetch_sub_explicit(&dev->stats.fua_writes, 1, memory_order_relaxed);
+        atomic_fetch_sub_explicit(&dev->stats.fua_write_bytes, len, memory_order_relaxed);
+    }
+}
+
 int rk_dev_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
     int r = rk_dev_check_range(dev, RK_OP_READ, len, off);
@@ -78,6 +93,7 @@ int rk_dev_write(struct rk_dev *dev, const void *buf, uint64_t len, uint64_t off
         return -EPERM;
     atomic_fetch_add_explicit(&dev->stats.writes, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&dev->stats.write_bytes, len, memory_order_relaxed);
+    count_fua(dev, flags, len, 1);
     atomic_fetch_add_explicit(&dev->inflight, 1, memory_order_relaxed);
     r = dev->ops->write(dev, buf, len, off, flags);
     atomic_fetch_sub_explicit(&dev->inflight, 1, memory_order_relaxed);
@@ -226,6 +242,7 @@ static int io_account(struct rk_io *io)
     case RK_OP_WRITE:
         atomic_fetch_add_explicit(&dev->stats.writes, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&dev->stats.write_bytes, io->len, memory_order_relaxed);
+        count_fua(dev, io->flags, io->len, 1);
         break;
     case RK_OP_FLUSH:
         atomic_fetch_add_explicit(&dev->stats.flushes, 1, memory_order_relaxed);
@@ -272,6 +289,7 @@ static void io_uncount(struct rk_io *io)
     case RK_OP_WRITE:
         atomic_fetch_sub_explicit(&dev->stats.writes, 1, memory_order_relaxed);
         atomic_fetch_sub_explicit(&dev->stats.write_bytes, io->len, memory_order_relaxed);
+        count_fua(dev, io->flags, io->len, -1);
         break;
     case RK_OP_FLUSH:
         atomic_fetch_sub_explicit(&dev->stats.flushes, 1, memory_order_relaxed);

@@ -112,6 +112,9 @@ static void ctl_add_slots(cJSON *root, struct rk_dev *raid, const struct rk_raid
         cJSON_AddNumberToObject(st, "writes", (double)atomic_load(&m->stats.writes));
         cJSON_AddNumberToObject(st, "read_bytes", (double)atomic_load(&m->stats.read_bytes));
         cJSON_AddNumberToObject(st, "write_bytes", (double)atomic_load(&m->stats.write_bytes));
+        cJSON_AddNumberToObject(st, "fua_writes", (double)atomic_load(&m->stats.fua_writes));
+        cJSON_AddNumberToObject(st, "fua_write_bytes",
+                                (double)atomic_load(&m->stats.fua_write_bytes));
         cJSON_AddNumberToObject(st, "errors", (double)atomic_load(&m->stats.errors));
     }
 }

@@ -1,0 +1,94 @@
+/* Private to the model simulation (model_sim.c: the shared draws, the SSD loop and
+ * run_model_sim; model_sim_hdd.c: the HDD loop through the emul member's command queue). */
+#ifndef RK_BENCH_MODEL_SIM_INT_H
+#define RK_BENCH_MODEL_SIM_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "bench/run.h"
+#include "member/emul_model.h"
+#include "raidkit/raid.h"
+
+#define SIM_MAX_DEPTH 256
+#define SIM_WARM      2000u  /* requests completed before the measured window opens */
+#define SIM_MEASURED  20000u /* requests in the measured window */
+
+/* One outstanding client request: its current phase's member operations. */
+struct sim_slot {
+    uint64_t t; /* when the current phase ends (or the slot is free, at start) */
+    int phase;  /* 0: new request next; 1: reads in flight; 2: HDD: FUA (metadata) writes in
+                 * flight; 3 (HDD; 2 on an SSD): writes in flight */
+    int nw;     /* write operations of the request's last phase */
+    int nf;     /* HDD: FUA writes of its phase 2 (bitmap and log writes, before the data) */
+    int nfl;    /* HDD: a log reclaim first (phase 4): every member flushed in turn (fj: next) */
+    int fj;
+    bool parked; /* HDD: its log writes wait for the reclaim in progress (sim.reclaimer) */
+    int nops;    /* member operations in flight */
+    int mem[2 * RK_MAX_MEMBERS];
+    uint64_t done[2 * RK_MAX_MEMBERS];
+    bool ready; /* HDD: the phase has ended (at t); the slot moves on */
+    /* HDD, stripe locks (sim.lockrows): the stripe row this write holds (locked) or waits for
+     * (blocked; its member operations nr, nw, nf are drawn, none submitted), and when it came */
+    bool locked, blocked;
+    uint64_t row, order;
+    int nr;
+};
+
+/* HDD, an array with a log: a member's log ring has one FUA write in flight at a time; the
+ * entries that arrive meanwhile go out together in its next write (src/raid/raid5_ppl.c
+ * ppl_commit, the group commit of a slow ring). */
+struct sim_ring {
+    bool busy, kick; /* a write in flight / it ended (the loop writes the waiting group) */
+    int ncur, npend;
+    struct sim_slot *cur[2 * SIM_MAX_DEPTH], *pend[2 * SIM_MAX_DEPTH];
+};
+
+struct sim {
+    const struct run_sim_in *in;
+    struct sim_ring *ring;      /* HDD with a log: one per member (else NULL) */
+    struct sim_slot *reclaimer; /* HDD with a log: the write reclaiming log space, if any */
+    struct emul_model *m;
+    struct emul_hq *hq;               /* HDD: one command queue per member */
+    uint64_t now;                     /* HDD: the event time being handled */
+    uint64_t span;                    /* HDD: bytes of each member covered */
+    uint64_t next[2][RK_MAX_MEMBERS]; /* HDD sequential: next offset per direction, member */
+    const struct rk_raid_geom *g;     /* HDD sequential read through the layout (else NULL) */
+    uint64_t pos, aspan, creq;        /* layout: next array offset, array bytes, client bytes */
+    struct sim_slot *slot;
+    int depth, n;
+    double rw[RK_MAX_MEMBERS], ww[RK_MAX_MEMBERS]; /* member shares of reads / writes */
+    double fw[RK_MAX_MEMBERS];                     /* HDD: member shares of FUA writes */
+    double rpr, wpr, fpr; /* reads / writes / (HDD) FUA writes per client request */
+    double flpr;          /* HDD, with a log: reclaims (a flush of every member) per request */
+    uint64_t flen;        /* HDD: bytes per FUA write */
+    uint64_t dbase;       /* HDD: member offset of the data area (0: geometry unknown) */
+    uint64_t mbase, msize, moff[RK_MAX_MEMBERS]; /* HDD: metadata region, next FUA write there */
+    /* HDD sequential writes on raid5/raid6: a write holds its stripe row's lock from its first
+     * member operation to its last (src/raid/stripe.c), so writes of one row run one at a time;
+     * wpos: fio's next write offset in the array, rowbytes: data bytes per row */
+    bool lockrows;
+    uint64_t wpos, wspan, rowbytes, order;
+    double rfrac;         /* mixed job: share of client requests that are reads (0: not mixed) */
+    double mrr, mwr, mww; /* mixed: reads per client read; reads, writes per client write */
+    double mfw;           /* mixed, HDD: FUA writes per client write */
+    uint64_t rlen, wlen;  /* bytes per member read / write */
+    uint64_t rng;
+    uint32_t rr; /* round robin of ties between copies */
+};
+
+/* The next 64-bit pseudo-random number / a uniform double in [0, 1) of s's generator. */
+uint64_t sim_rand(struct sim *s);
+double sim_unit(struct sim *s);
+/* cnt members drawn with weights w into out (see model_sim.c); returns how many were drawn. */
+int sim_draw(struct sim *s, const double *w, int cnt, int *out);
+/* A count drawn around mean x: floor(x), plus one with probability frac(x). */
+int sim_count(struct sim *s, double x);
+/* Member reads, writes and (HDD, with a log) FUA writes of the next client request. */
+void sim_plan(struct sim *s, int *nr, int *nw, int *nf);
+/* The read member of one client read of a mirrored level at t (hdd: by queue length), or -1. */
+int sim_mirror_read(struct sim *s, uint64_t t, bool hdd);
+/* The HDD closed loop (model_sim_hdd.c): MB/s of req_bytes client requests, 0 if none end. */
+double sim_hdd_loop(struct sim *s, double req_bytes);
+
+#endif
