@@ -233,6 +233,12 @@ void nbd_reply_send(struct nbd_req *r, uint32_t err);
  * reader's batch (c->bq_*) until nbd_reply_flush. The reader must flush before anything that may
  * block (a receive, a wait for a free request, the connection end). */
 void nbd_reply_defer(struct nbd_req *r, uint32_t err);
+/* reply.c: end r (from nbd_req_get) with no reply at all, for c's reader only: a WRITE whose
+ * payload never arrived in full was not received, so it gets no reply (NBD proto "Terminating
+ * the transmission phase": at a server shutdown the reader's receive ends mid-payload while
+ * the client, still sending, cannot match a reply to that handle yet; libnbd calls such a
+ * reply a server bug and drops the connection). */
+void nbd_req_drop(struct nbd_req *r);
 /* reply.c: send the reader's batch of deferred replies (a no-op when empty) with as few
  * non-blocking sendmsg calls as it takes (NBD_SEND_BATCH replies each); what would block goes
  * to the writer thread, in front of its queue. Reader only. */

@@ -347,6 +347,16 @@ static int nbd_batch_send_some(struct nbd_conn *c, struct nbd_req *b, struct nbd
     return 0;
 }
 
+void nbd_req_drop(struct nbd_req *r)
+{
+    struct nbd_conn *c = r->conn;
+    pthread_mutex_lock(&c->lock);
+    if (--c->executing == 0)
+        pthread_cond_broadcast(&c->cond);
+    nbd_req_put_locked(c, r);
+    pthread_mutex_unlock(&c->lock);
+}
+
 void nbd_reply_defer(struct nbd_req *r, uint32_t err)
 {
     struct nbd_conn *c = r->conn;

@@ -380,14 +380,18 @@ static int nbd_conn_request(struct nbd_conn *c, const uint8_t *h)
     r->off = off;
     r->len = len;
     if (has_buf && !r->buf) {
-        int gone = type == NBD_CMD_WRITE && nbd_rb_take(c, NULL, len) != 0;
+        if (type == NBD_CMD_WRITE && nbd_rb_take(c, NULL, len) != 0) {
+            nbd_req_drop(r); /* not received in full: no reply */
+            return -1;
+        }
         r->len = 0;
         nbd_reply_defer(r, NBD_ENOMEM);
-        return gone ? -1 : 0;
+        return 0;
     }
     if (type == NBD_CMD_WRITE && nbd_rb_take(c, r->buf, len) != 0) {
-        r->len = 0;
-        nbd_reply_defer(r, NBD_EIO); /* the peer is gone: the reply is dropped */
+        /* The payload ended early (the peer left, or a stop shut our receive side while the
+         * client was still sending it): the request was never received, so it gets no reply. */
+        nbd_req_drop(r);
         return -1;
     }
     if (atomic_load_explicit(&c->srv->ndraining, memory_order_acquire))
