@@ -39,10 +39,8 @@ static void peer_stop(struct run_ctx *x, struct run_target *t)
     }
     if (st->mnt[0])
         rmdir(st->mnt);
-    for (int i = 0; i < st->nloops; i++) {
-        char *argv[] = {"losetup", "-d", st->loops[i], NULL};
-        run_cmd(argv, NULL, 0, false);
-    }
+    for (int i = 0; i < st->nloops; i++)
+        run_loop_detach(st->loops[i]);
     for (int i = 0; i < st->npaths; i++)
         unlink(st->paths[i]);
     free(st);

@@ -61,10 +61,8 @@ static void plain_stop(struct run_ctx *x, struct run_target *t)
     struct plain_state *st = t->priv;
     if (!st)
         return;
-    if (st->loop[0]) {
-        char *argv[] = {"losetup", "-d", st->loop, NULL};
-        run_cmd(argv, NULL, 0, false);
-    }
+    if (st->loop[0])
+        run_loop_detach(st->loop);
     if (st->path[0])
         unlink(st->path);
     free(st);

@@ -298,10 +298,8 @@ int fsdev_down(struct fsdev *d, char *err, size_t errlen)
     }
     if (d->mnt[0])
         rmdir(d->mnt);
-    for (int i = d->nloops - 1; i >= 0; i--) {
-        char *argv[] = {"losetup", "-d", d->loops[i], NULL};
-        run_cmd(argv, NULL, 0, false);
-    }
+    for (int i = d->nloops - 1; i >= 0; i--)
+        run_loop_detach(d->loops[i]); /* waits for a deferred (autoclear) detach */
     d->nloops = 0;
     if (d->fuse > 0) {
         /* The loop device is detached: SIGTERM stops the export cleanly (flushed, marked clean). */

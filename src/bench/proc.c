@@ -118,6 +118,23 @@ int run_exit_code(int status)
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+int run_loop_detach(const char *dev)
+{
+    char *argv[] = {"losetup", "-d", (char *)dev, NULL};
+    run_cmd(argv, NULL, 0, false);
+    const char *name = strrchr(dev, '/');
+    char path[128];
+    snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", name ? name + 1 : dev);
+    for (int i = 0; i < 100; i++) {
+        if (access(path, F_OK) != 0)
+            return 0;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    rk_warn("bench: %s is still attached 5 s after losetup -d", dev);
+    return -EBUSY;
+}
+
 bool run_have_prog(const char *prog)
 {
     char *argv[] = {"sh", "-c", NULL, NULL};

@@ -185,6 +185,11 @@ void run_signals(bool on);
 /* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the
  * exit status (0..255), or -errno when it could not run. */
 int run_cmd(char *const argv[], char *out, size_t outlen, bool merge);
+/* Detach loop device dev ("/dev/loopN") with `losetup -d` and wait, at most 5 s, until the
+ * kernel has let it go: a device someone still holds open (a udev probe after the unmount) is
+ * only marked for autoclear and detaches at its last close, so without the wait the run could
+ * end with it still attached. Returns 0, or -EBUSY when it is still attached after the wait. */
+int run_loop_detach(const char *dev);
 /* Wait for the child pid to end, retrying waitpid on EINTR; *status gets its raw wait status.
  * stoppable: the child is the one a SIGINT/SIGTERM stops (run_child is set to pid while waiting,
  * and it gets SIGTERM at once when run_interrupted is already set; the signal handler sends it for
