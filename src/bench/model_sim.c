@@ -266,14 +266,12 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
     s.rlen = nr > 0 ? (uint64_t)(rb / nr) : 0;
     s.wlen = nw > 0 ? (uint64_t)(wb / nw) : 0;
     s.flen = nf > 0 ? (uint64_t)(fb / nf) : 0;
-    if (in->geom && in->geom->members) {
-        const struct rk_raid_geom *g = in->geom;
-        s.dbase = g->data_offset;
-        s.mbase = g->ppl_size ? g->ppl_offset : 0;
-        s.msize = g->ppl_size ? g->ppl_size : g->data_offset;
+    if (in->geom && in->geom->members)
+        s.dbase = in->geom->data_offset;
+    if (split) {
+        s.mbase = in->geom->ppl_offset;
+        s.msize = in->geom->ppl_size;
     }
-    if (s.msize < s.flen) /* no known metadata region: in front of the data */
-        s.msize = s.flen;
     double req = (double)(b->bytes - a->bytes) / ops;
     s.rfrac = in->rfrac;
     if (s.rfrac > 0 && s.rfrac < 1) { /* mixed: client reads take their own bytes' reads */

@@ -10,9 +10,9 @@
 #include "bench/model_sim_int.h"
 
 /* Does the next write start with a log reclaim (HDD, an array with a log)? */
-static int sim_plan_flush(struct sim *s)
+static bool sim_plan_reclaim(struct sim *s)
 {
-    return s->flpr > 0 ? sim_count(s, s->flpr) > 0 : 0;
+    return s->flpr > 0 && sim_count(s, s->flpr) > 0;
 }
 
 /* ---- HDD: the same closed loop through the emul member's command queue, event by event ---- */
@@ -59,9 +59,8 @@ static uint64_t sim_hdd_off(struct sim *s, int mem, int dir, uint64_t len)
     return s->dbase + (sim_rand(s) % blocks) * len;
 }
 
-/* Offset of the next FUA write of len bytes on member mem: the member's metadata region (the
- * partial parity log's ring, else the area before the data), written in turn as the log's ring
- * is, wrapping at its end. */
+/* Offset of the next log write of len bytes on member mem: the next place in the member's
+ * partial parity log region, written in turn as the ring is, wrapping at its end. */
 static uint64_t sim_meta_off(struct sim *s, int mem, uint64_t len)
 {
     if (s->moff[mem] + len > s->msize)
@@ -95,9 +94,8 @@ static void sim_ring_kicks(struct sim *s)
             sim_ring_write(s, i);
 }
 
-/* Queue cnt operations of direction dir on members mem[] for slot sl at s->now; fua: the FUA
- * writes of the metadata region (no write-cache acknowledgement; with a log, through the
- * member's ring). */
+/* Queue cnt operations of direction dir on members mem[] for slot sl at s->now; fua: the log's
+ * FUA writes, through each member's ring (s->ring exists whenever a request has any). */
 static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, int cnt, int dir,
                            bool fua)
 {
@@ -105,7 +103,7 @@ static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, i
     sl->ready = cnt == 0;
     sl->t = s->now;
     for (int o = 0; o < cnt; o++) {
-        if (fua && s->ring) {
+        if (fua) {
             struct sim_ring *g = &s->ring[mem[o]];
             if (g->npend < 2 * SIM_MAX_DEPTH)
                 g->pend[g->npend++] = sl;
@@ -115,13 +113,12 @@ static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, i
                 sim_ring_write(s, mem[o]);
             continue;
         }
-        uint64_t len = fua ? s->flen : dir == EMUL_DIR_READ ? s->rlen : s->wlen;
-        struct emul_hreq r = {.off = fua ? sim_meta_off(s, mem[o], len)
-                                         : sim_hdd_off(s, mem[o], dir, len),
+        uint64_t len = dir == EMUL_DIR_READ ? s->rlen : s->wlen;
+        struct emul_hreq r = {.off = sim_hdd_off(s, mem[o], dir, len),
                               .len = len,
                               .dir = (uint8_t)dir,
                               .kind = EMUL_H_IO};
-        if (emul_hq_add(&s->m[mem[o]], &s->hq[mem[o]], &r, fua, sl, s->now, sim_hdd_done, s))
+        if (emul_hq_add(&s->m[mem[o]], &s->hq[mem[o]], &r, false, sl, s->now, sim_hdd_done, s))
             sim_hdd_done(s, sl); /* queue full (never at fio's depths): counted as done */
     }
 }
@@ -213,8 +210,8 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
 {
     int mem[2 * RK_MAX_MEMBERS];
     sl->ready = false;
-    if (sl->phase == 1 && sl->nfl > 0) {
-        sl->nfl = 0;
+    if (sl->phase == 1 && sl->reclaim) {
+        sl->reclaim = false;
         if (!s->reclaimer) { /* one reclaim at a time (ppl_reclaim's busy) */
             s->reclaimer = sl;
             sl->phase = 4;
@@ -265,7 +262,7 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
     }
     int nr, nw, nf, k;
     sim_plan(s, &nr, &nw, &nf);
-    sl->nfl = nw + nf > 0 ? sim_plan_flush(s) : 0;
+    sl->reclaim = nw + nf > 0 && sim_plan_reclaim(s);
     if (s->lockrows && nw + nf > 0) {
         sl->nr = nr;
         sl->nw = nw;

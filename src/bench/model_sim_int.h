@@ -16,15 +16,15 @@
 
 /* One outstanding client request: its current phase's member operations. */
 struct sim_slot {
-    uint64_t t; /* when the current phase ends (or the slot is free, at start) */
-    int phase;  /* 0: new request next; 1: reads in flight; 2: HDD: FUA (metadata) writes in
-                 * flight; 3 (HDD; 2 on an SSD): writes in flight */
-    int nw;     /* write operations of the request's last phase */
-    int nf;     /* HDD: FUA writes of its phase 2 (bitmap and log writes, before the data) */
-    int nfl;    /* HDD: a log reclaim first (phase 4): every member flushed in turn (fj: next) */
-    int fj;
-    bool parked; /* HDD: its log writes wait for the reclaim in progress (sim.reclaimer) */
-    int nops;    /* member operations in flight */
+    uint64_t t;   /* when the current phase ends (or the slot is free, at start) */
+    int phase;    /* 0: new request next; 1: reads in flight; 2: HDD: FUA (metadata) writes in
+                   * flight; 3 (HDD; 2 on an SSD): writes in flight */
+    int nw;       /* write operations of the request's last phase */
+    int nf;       /* HDD: FUA writes of its phase 2 (bitmap and log writes, before the data) */
+    bool reclaim; /* HDD: a log reclaim first (phase 4): every member flushed in turn */
+    int fj;       /* the next member to flush */
+    bool parked;  /* HDD: its log writes wait for the reclaim in progress (sim.reclaimer) */
+    int nops;     /* member operations in flight */
     int mem[2 * RK_MAX_MEMBERS];
     uint64_t done[2 * RK_MAX_MEMBERS];
     bool ready; /* HDD: the phase has ended (at t); the slot moves on */
@@ -63,7 +63,7 @@ struct sim {
     double flpr;          /* HDD, with a log: reclaims (a flush of every member) per request */
     uint64_t flen;        /* HDD: bytes per FUA write */
     uint64_t dbase;       /* HDD: member offset of the data area (0: geometry unknown) */
-    uint64_t mbase, msize, moff[RK_MAX_MEMBERS]; /* HDD: metadata region, next FUA write there */
+    uint64_t mbase, msize, moff[RK_MAX_MEMBERS]; /* HDD, with a log: its region, next write */
     /* HDD sequential writes on raid5/raid6: a write holds its stripe row's lock from its first
      * member operation to its last (src/raid/stripe.c), so writes of one row run one at a time;
      * wpos: fio's next write offset in the array, rowbytes: data bytes per row */

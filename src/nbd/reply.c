@@ -347,12 +347,20 @@ static int nbd_batch_send_some(struct nbd_conn *c, struct nbd_req *b, struct nbd
     return 0;
 }
 
+/* n requests of c end their execution (replied or dropped); the connection's end waits for
+ * executing to reach 0. Caller holds c->lock. */
+static void nbd_exec_end_locked(struct nbd_conn *c, int n)
+{
+    c->executing -= n;
+    if (c->executing == 0)
+        pthread_cond_broadcast(&c->cond);
+}
+
 void nbd_req_drop(struct nbd_req *r)
 {
     struct nbd_conn *c = r->conn;
     pthread_mutex_lock(&c->lock);
-    if (--c->executing == 0)
-        pthread_cond_broadcast(&c->cond);
+    nbd_exec_end_locked(c, 1);
     nbd_req_put_locked(c, r);
     pthread_mutex_unlock(&c->lock);
 }
@@ -389,9 +397,7 @@ static void nbd_batch_put_locked(struct nbd_conn *c, struct nbd_req *b, struct n
 static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_req *tail, int n)
 {
     pthread_mutex_lock(&c->lock);
-    c->executing -= n;
-    if (c->executing == 0)
-        pthread_cond_broadcast(&c->cond);
+    nbd_exec_end_locked(c, n);
     if (c->send_failed || c->rq_head || c->sending) {
         if (c->send_failed) {
             nbd_batch_put_locked(c, b, NULL);
