@@ -96,8 +96,8 @@ for i in range(int(sys.argv[2])):
 print("%.2f" % (time.monotonic() - t0))
 EOF
 }
-wl_fsmark() { # Files/s; $1 = extra fs_mark options
-    fs_mark -d "$DIR/fs/fsm" -s 1048576 "$@" >"$DIR/fsmark.txt" 2>&1 || return 1
+wl_fsmark() { # Files/s; $1 = extra fs_mark options (run in $DIR: fs_mark writes fs_log.txt in its cwd)
+    (cd "$DIR" && fs_mark -d "$DIR/fs/fsm" -s 1048576 "$@") >"$DIR/fsmark.txt" 2>&1 || return 1
     awk '$1 ~ /^[0-9]+$/ && NF >= 5 { v = $4 } END { if (v == "") exit 1; print v }' "$DIR/fsmark.txt"
 }
 wl_postmark() { # transactions/s

@@ -41,7 +41,7 @@ for t in losetup mkfs.btrfs mount umount fio fusermount3 "$PY"; do
     command -v "$t" >/dev/null 2>&1 || skip "$t is missing (scripts/install-deps.sh)"
 done
 [ -c /dev/fuse ] || skip "/dev/fuse is missing"
-fio --enghelp 2>/dev/null | grep -qw nbd || skip "fio has no nbd engine"
+grep -qw nbd <<<"$(fio --enghelp 2>/dev/null)" || skip "fio has no nbd engine"
 grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null || skip "no btrfs in this kernel"
 
 bench_workdir kernel-peer

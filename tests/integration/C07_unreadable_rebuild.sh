@@ -44,7 +44,7 @@ mg_status
 [ "$(mg_slot_state 1)" = active ] || rk_fail "slot 1 not active after the rebuild"
 [ "$(mg_q "len([b for b in s['bad_ranges'] if b['slot'] == 1 and b['offset'] <= $BAD and b['offset'] + b['len'] >= $BAD + 4096])")" = 1 ] ||
     rk_fail "unreadable range not recorded: $(mg_q "s['bad_ranges']")"
-"$RAIDKIT" status --control "$CTL" | grep -q "unreadable" || rk_fail "status text does not show the range"
+grep -q "unreadable" <<<"$("$RAIDKIT" status --control "$CTL")" || rk_fail "status text does not show the range"
 expect_eio $BAD 4096
 expect_eio $((BAD + 1024)) 512
 rk_verify 0 $BAD 1 $((BAD + 4096)) $((SIZE - BAD - 4096)) 1
@@ -61,7 +61,7 @@ sys.exit(1) if len(b) != 1 else print(b[0]["offset"], b[0]["len"])
 PY
 [ "$BOFF" -le $BAD ] && [ $((BOFF + BLEN)) -ge $((BAD + 4096)) ] ||
     rk_fail "bad range [$BOFF +$BLEN) does not cover the unreadable sectors"
-"$RAIDKIT" info "$M2" | grep -q "slot 1  \[$BOFF, " || rk_fail "info text does not show the range"
+grep -q "slot 1  \[$BOFF, " <<<"$("$RAIDKIT" info "$M2")" || rk_fail "info text does not show the range"
 # (a) m0 readable again: the range comes from m0 (correct data), never from m2's hole.
 rk_serve --control "$CTL" "$M0" "$M2"
 mg_status

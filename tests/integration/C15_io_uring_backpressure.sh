@@ -25,5 +25,5 @@ rk_serve --debug-fault 1:fail-after-writes=100 "${M[@]}"
 big_verify failing
 grep -qi "slot 1.*failed" "$RK_LOG" || rk_fail "slot 1 never failed: the fault did not fire"
 rk_stop
-rk_info_json "${M[0]}" | grep -q '"failed"' || rk_fail "slot 1 not recorded failed"
+grep -q '"failed"' <<<"$(rk_info_json "${M[0]}")" || rk_fail "slot 1 not recorded failed"
 echo "PASS: C15 back-pressure, 2 MiB requests, member failed halfway: 0 fio errors"

@@ -15,8 +15,9 @@ cap=$((256 * MiB))
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=0:allocator_release_to_os_interval_ms=0"
 rk_serve --request-memory 256M --handshake-timeout 2 --max-connections 1000 "${M[@]}"
 pid=$(pgrep -P "$RK_PID" -x raidkit) || rk_fail "no raidkit process under $RK_PID"
+# Not `ldd | grep -q`: under pipefail, grep's early exit can SIGPIPE ldd and flip the answer.
 RK_ASAN=0
-ldd "$RAIDKIT" 2>/dev/null | grep -q libasan && RK_ASAN=1
+rk_built_with_asan && RK_ASAN=1
 export RK_ASAN
 (cd "$RAIDKIT_SOURCE_DIR/tests/integration" &&
     "$RK_PY" nbd_nonreader.py c20 "$RK_SOCK" "$pid" "$cap" 2) || rk_fail "C20 checks failed"

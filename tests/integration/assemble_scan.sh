@@ -159,6 +159,6 @@ EOP
     [ $rc -eq 0 ] || rk_fail "the service exited $rc after SIGTERM: $(cat "$T/act.log")"
     wait "$npid"
     grep -q STOPPING=1 "$T/notify.out" || rk_fail "no STOPPING=1 on NOTIFY_SOCKET"
-    rk_info_json "${A[@]}" | grep -q '"clean":	true' || rk_fail "array not clean after SIGTERM"
+    grep -q '"clean":	true' <<<"$(rk_info_json "${A[@]}")" || rk_fail "array not clean after SIGTERM"
 fi
 echo "PASS: assemble --scan (any order, missing, foreign, non-member), serve NAME, systemd units"

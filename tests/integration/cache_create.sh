@@ -82,7 +82,7 @@ rk_info_json "${A[@]}" "$T/ssd" >"$T/a.json"
 "$RAIDKIT" info "${A[@]}" "$T/ssd" >"$T/a.txt" || rk_fail "info text failed"
 grep -q "cache:        cache $cuuid" "$T/a.txt" || rk_fail "info text: no binding line: $(cat "$T/a.txt")"
 grep -q "mode:         writeback" "$T/a.txt" || rk_fail "info text: no cache mode"
-"$RAIDKIT" info "${A[@]}" | grep -q "Problems: none" || rk_fail "the bound array has problems"
+grep -q "Problems: none" <<<"$("$RAIDKIT" info "${A[@]}")" || rk_fail "the bound array has problems"
 
 # The cache now exists: refused without --force, for this array and for another one.
 bad "cache exists" cache create --mode writethrough "$T/ssd" "${A[@]}"
@@ -126,7 +126,7 @@ for path in sys.argv[1:]:
         f.seek(0)
         f.write(sb)
 PY
-"$RAIDKIT" info "${A[@]}" | grep -q "may hold dirty data" || rk_fail "info does not show the dirty binding"
+grep -q "may hold dirty data" <<<"$("$RAIDKIT" info "${A[@]}")" || rk_fail "info does not show the dirty binding"
 truncate -s 16M "$T/ssd3"
 before=$(rk_sums "${A[@]}" "$T/ssd3")
 "$RAIDKIT" cache create --mode writeback "$T/ssd3" "${A[@]}" >"$T/out" 2>"$T/err" && rk_fail "dirty rebind accepted"

@@ -128,7 +128,7 @@ mount "$FZ_LOOP" "$T/fs" || rk_fail "remount failed"
 (cd "$T/fs" && sha256sum -c --quiet "$T/sums") || rk_fail "files differ after the remount"
 umount "$T/fs" || rk_fail "umount failed"
 e2fsck -fn "$FZ_LOOP" >"$T/fsck.txt" 2>&1 || rk_fail "e2fsck -fn: $(tail -n 20 "$T/fsck.txt")"
-"$RAIDKIT" status --json --control "$T/ctl" | grep -q '"failed"' ||
+grep -q '"failed"' <<<"$("$RAIDKIT" status --json --control "$T/ctl")" ||
     rk_fail "status does not show the failed slot"
 losetup -d "$FZ_LOOP"
 FZ_LOOP=""

@@ -4,7 +4,7 @@
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_need_test_server
 rk_need fio
-fio --enghelp 2>/dev/null | grep -qw nbd || rk_skip "fio has no nbd engine"
+grep -qw nbd <<<"$(fio --enghelp 2>/dev/null)" || rk_skip "fio has no nbd engine"
 rk_init_tmp rk-nbd
 
 S="$T/sock"

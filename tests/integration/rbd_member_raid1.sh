@@ -45,7 +45,7 @@ rk_fio_verify 24
 mg_status
 [ "$(mg_q "s['slots'][0]['connection']")" = connected ] || rk_fail "slot 0 connection: $(cat "$T/st.json")"
 [ "$(mg_q "s['slots'][0]['latency_us'] > 0")" = True ] || rk_fail "slot 0 latency: $(cat "$T/st.json")"
-"$RAIDKIT" status --control "$CTL" | grep -q "rbd member, connected, mean latency [0-9]* us" ||
+grep -q "rbd member, connected, mean latency [0-9]* us" <<<"$("$RAIDKIT" status --control "$CTL")" ||
     rk_fail "text status lacks the rbd member line: $("$RAIDKIT" status --control "$CTL")"
 
 rk_log "=== (3) the OSD dies during fio: the rbd member fails, fio sees no error"

@@ -56,7 +56,7 @@ grep -q "err= 0" "$T/fio.kill.out" || rk_fail "fio errors: $(cat "$T/fio.kill.ou
 mg_status
 [ "$(mg_slot_state 1)" = failed ] || rk_fail "slot 1 not failed: $(cat "$T/st.json")"
 [ "$(mg_q "s['slots'][1]['connection']")" = disconnected ] || rk_fail "slot 1 connection: $(cat "$T/st.json")"
-"$RAIDKIT" status --control "$CTL" | grep -q "nbd member, disconnected, mean latency" ||
+grep -q "nbd member, disconnected, mean latency" <<<"$("$RAIDKIT" status --control "$CTL")" ||
     rk_fail "text status lacks the nbd line: $("$RAIDKIT" status --control "$CTL")"
 rk_fio after --rw=randrw --bs=4k --size=8M --iodepth=8 --verify=crc32c --do_verify=1 --verify_fatal=1
 rk_stop

@@ -41,7 +41,7 @@ mg_status
 rk_expect_slot_failed 1 "$T/local"
 rm_wait_q 10 "$S1['reconnect']['state'] in ('waiting','connecting') and $S1['reconnect']['attempts'] >= 1" \
     "no reconnect attempt"
-"$RAIDKIT" status --control "$CTL" | grep -q "reconnect: waiting\|reconnect: connecting" ||
+grep -q "reconnect: waiting\|reconnect: connecting" <<<"$("$RAIDKIT" status --control "$CTL")" ||
     rk_fail "text status lacks the reconnect line: $("$RAIDKIT" status --control "$CTL")"
 
 rk_log "=== remote server back: automatic re-add through the bitmap"

@@ -15,7 +15,7 @@ bench_fs_setup()
 {
     [ "$(id -u)" = 0 ] || rk_skip "filesystem jobs need root (loop devices, mount)"
     [ -c /dev/fuse ] || rk_skip "no /dev/fuse"
-    "$RAIDKIT" fuse --help 2>&1 | grep -qi "built without" && rk_skip "raidkit built without libfuse3"
+    grep -qi "built without" <<<"$("$RAIDKIT" fuse --help 2>&1)" && rk_skip "raidkit built without libfuse3"
     rk_need fio losetup mkfs.ext4 e2fsck fusermount3 "$@"
     rk_init_tmp rk-bench-fs
     RK_LOG=$T/err

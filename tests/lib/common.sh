@@ -150,6 +150,13 @@ rk_no_sanitizer()
     fi
 }
 
+# rk_built_with_asan: true when $RAIDKIT carries the AddressSanitizer runtime (linked shared, as
+# gcc does, or static, as clang does). Reads the binary itself: no pipe, so no SIGPIPE race.
+rk_built_with_asan()
+{
+    grep -qa '__asan_init' "$RAIDKIT"
+}
+
 # rk_init_tmp [PREFIX]: make the private temp dir $T (/tmp/PREFIX.XXXXXX, default rk-integ) and
 # install the cleanup trap (stops $RK_PID, kills what still runs on $T, removes $T).
 rk_init_tmp()
