@@ -10,8 +10,9 @@
 #              miss), at most WARM s
 #   randread   RUNTIME s of 4K random reads             -> read IOPS after warm-up
 # Configurations: rbd (serve rbd:rk/bench), cache (serve --cache FILE, a CACHE_SIZE writeback
-# cache of 4 KiB blocks on a local file in CACHE_DIR). Prints one line per figure, the ratios
-# and the load average.
+# cache of 4 KiB blocks on a local file in CACHE_DIR), and the cache file alone (fio, O_DIRECT:
+# the ceiling of the cached figures). Prints one line per figure, the ratios and the load
+# average.
 # Environment: RUNTIME [15] s  QD [32]  WSET [128M]  CACHE_SIZE [384M]  WARM [60] s
 #              CACHE_DIR [/var/tmp] (the "local SSD")  WORK_DIR [/tmp] (the OSD's file)
 #              CEPH_OBJECTSTORE [bluestore] (memstore: the OSD keeps objects in memory)
@@ -89,10 +90,23 @@ truncate -s "$CACHE_SIZE" "$CACHE_FILE"
 # "Writeback cache over a local file vs raw fio").
 [ "${PREFILL:-1}" = 1 ] && fio --name=fill --filename="$CACHE_FILE" --rw=write --bs=1M \
     --size="$CACHE_SIZE" --direct=1 --ioengine=libaio --iodepth=4 >/dev/null 2>&1
+# The cache device alone (fio on the cache file, O_DIRECT, the same 4K pattern over the working
+# set): the ceiling of the cached figures, whatever the cache does.
+dev_iops() {
+    (cd "$WORK" && fio --name="dev-$1" --filename="$CACHE_FILE" --rw="$1" --bs=4k --iodepth="$QD" \
+        --size="$WSET" --direct=1 --ioengine=io_uring --randseed=1234 --time_based \
+        --runtime="$RUNTIME" --output-format=json --output="$WORK/dev-$1.json" >/dev/null 2>&1) ||
+        { echo 0; return; }
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(round(j["write" if sys.argv[2]=="randwrite" else "read"]["iops"]))' \
+        "$WORK/dev-$1.json" "$1"
+}
+log "cache device alone: randwrite, randread ${RUNTIME}s each"
+DW=$(dev_iops randwrite) DR=$(dev_iops randread)
+echo "cache device alone (fio io_uring O_DIRECT on the cache file): 4K randwrite QD$QD ${DW} IOPS, 4K randread QD$QD ${DR} IOPS"
 "$RK" cache create --force --mode writeback --block 4K "$CACHE_FILE" "$R" >/dev/null 2>&1 ||
     { echo "cache create failed" >&2; exit 1; }
 run cache --cache "$CACHE_FILE" "$R"
-python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:]); print("ratio cache/rbd: randwrite %.1fx, randread %.1fx" % (c/max(a,1), d/max(b,1)))' \
-    "$RW" "$RR" "$W_IOPS" "$R_IOPS"
+python3 -c 'import sys; a,b,c,d,e,f=map(float,sys.argv[1:]); print("ratio cache/rbd: randwrite %.1fx, randread %.1fx\nratio cache/cache device: randwrite %.2fx, randread %.2fx (the ceiling of cache/rbd here: %.1fx, %.1fx)" % (c/max(a,1), d/max(b,1), c/max(e,1), d/max(f,1), e/max(a,1), f/max(b,1)))' \
+    "$RW" "$RR" "$W_IOPS" "$R_IOPS" "$DW" "$DR"
 echo "objectstore $CEPH_OBJECTSTORE, cache file in ${CACHE_DIR:-/var/tmp}"
 echo "load average before: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"

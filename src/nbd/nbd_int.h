@@ -96,9 +96,11 @@ struct nbd_conn {
     int executing;   /* requests taken and not yet run (the connection-end drain waits) */
     uint64_t mem;    /* buffer capacity held by this connection (free list and in flight) */
     /* Reply queue: replies that could not go out at once, sent in order by the writer thread.
-     * sending: one thread owns the socket's send side. */
+     * sending: one thread owns the socket's send side. tls_pending: TLS records of replies sent
+     * inline wait in the transport for the writer's nbd_wire_flush (the peer's window was full). */
     struct nbd_req *rq_head, *rq_tail;
     bool sending;
+    bool tls_pending;
     bool writer_stop;
     bool send_failed; /* a send failed: the peer is gone, later replies are dropped */
     bool writer_started;

@@ -327,8 +327,9 @@ static struct nbd_req *nbd_batch_advance(struct nbd_req *r, size_t sent)
 }
 
 /* Send the replies of the list from b without blocking, NBD_SEND_BATCH per sendmsg. Returns 0
- * with *rest NULL when all are out; else *rest = the first not completely sent and -EAGAIN (the
- * rest would block) or -errno. */
+ * with *rest NULL when all are out; else *rest = the first not completely sent (NULL: none) and
+ * -EAGAIN (the rest would block), -EINPROGRESS (TLS: what went out left records in the
+ * transport, see nbd_send_some) or -errno. */
 static int nbd_batch_send_some(struct nbd_conn *c, struct nbd_req *b, struct nbd_req **rest)
 {
     struct iovec iov[2 * NBD_SEND_BATCH];
@@ -340,7 +341,7 @@ static int nbd_batch_send_some(struct nbd_conn *c, struct nbd_req *b, struct nbd
         b = nbd_batch_advance(b, sent);
         if (e) {
             *rest = b;
-            return b ? e : 0;
+            return b || e == -EINPROGRESS ? e : 0;
         }
     }
     *rest = NULL;
@@ -398,7 +399,7 @@ static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_r
 {
     pthread_mutex_lock(&c->lock);
     nbd_exec_end_locked(c, n);
-    if (c->send_failed || c->rq_head || c->sending) {
+    if (c->send_failed || c->rq_head || c->sending || c->tls_pending) {
         if (c->send_failed) {
             nbd_batch_put_locked(c, b, NULL);
         } else { /* someone owns the socket or replies wait: ours go behind, to the writer */
@@ -408,7 +409,7 @@ static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_r
                 c->rq_head = b;
             c->rq_tail = tail;
             if (!c->sending)
-                pthread_cond_signal(&c->wcond);
+                pthread_cond_signal(&c->wcond); /* it puts tls_pending records out first */
         }
         pthread_mutex_unlock(&c->lock);
         return;
@@ -421,7 +422,9 @@ static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_r
     pthread_mutex_lock(&c->lock);
     c->sending = false;
     nbd_batch_put_locked(c, b, rest);
-    if (rest && e == -EAGAIN) {
+    if (e == -EINPROGRESS) /* TLS: the records of what went out wait for the writer's flush */
+        c->tls_pending = true;
+    if (rest && (e == -EAGAIN || e == -EINPROGRESS)) {
         /* The peer's window is full: the writer sends the rest, before any later reply. */
         tail->next = c->rq_head;
         c->rq_head = rest;
@@ -431,7 +434,7 @@ static void nbd_replies_send(struct nbd_conn *c, struct nbd_req *b, struct nbd_r
         nbd_batch_put_locked(c, rest, NULL);
         nbd_send_fail_locked(c);
     }
-    if (c->rq_head)
+    if (c->rq_head || c->tls_pending)
         pthread_cond_signal(&c->wcond);
     pthread_mutex_unlock(&c->lock);
 }
@@ -462,13 +465,25 @@ static void *nbd_writer(void *arg)
     struct iovec iov[2 * NBD_SEND_BATCH];
     pthread_mutex_lock(&c->lock);
     for (;;) {
-        while (!c->writer_stop && (!c->rq_head || c->sending))
+        while (!c->writer_stop && ((!c->rq_head && !c->tls_pending) || c->sending))
             pthread_cond_wait(&c->wcond, &c->lock);
-        if (!c->rq_head || c->sending) {
-            if (c->writer_stop && !c->rq_head)
+        if (c->sending || (!c->rq_head && !c->tls_pending)) {
+            if (c->writer_stop && !c->rq_head && !c->tls_pending)
                 break;
             continue;
         }
+        if (!c->rq_head) { /* only records of inline replies wait: put them out */
+            c->tls_pending = false;
+            c->sending = true;
+            pthread_mutex_unlock(&c->lock);
+            int e = nbd_wire_flush(c->fd);
+            pthread_mutex_lock(&c->lock);
+            c->sending = false;
+            if (e)
+                nbd_send_fail_locked(c);
+            continue;
+        }
+        c->tls_pending = false; /* nbd_send_iov below sends them before its own */
         struct nbd_req *b = c->rq_head;
         int m;
         int k = nbd_batch_iov(b, iov, &m);

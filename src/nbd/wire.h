@@ -32,8 +32,18 @@ int nbd_send_iov(int fd, struct iovec *iov, int n);
  * sendmsg(MSG_DONTWAIT | MSG_NOSIGNAL). *sent = bytes the transport accepted (0..total). 0 when
  * everything went out; -EAGAIN when the rest would block (continue from *sent later with
  * nbd_send_some or nbd_send_iov); else -errno of sendmsg(2). The caller never mixes this with
- * another sender on the same connection at the same time. */
+ * another sender on the same connection at the same time.
+ * Over TLS it is all or nothing: iovecs of more than 4 KiB in all are not taken (-EAGAIN,
+ * *sent 0: send them with nbd_send_iov); else all are encrypted (*sent = total) and their
+ * records sent as far as the socket takes them: 0 when all are out, -EINPROGRESS when records
+ * wait in the connection's transport, to be put out by nbd_wire_flush (which may block) before
+ * the connection is left idle (a later nbd_send_iov sends them first). */
 int nbd_send_some(int fd, const struct iovec *iov, int n, size_t *sent);
+
+/* Put the TLS records waiting in fd's transport (see nbd_send_some) on the socket, blocking
+ * while the peer does not read. 0 (also for a plain fd), or -errno of send(2). Same one-sender
+ * rule as nbd_send_iov. */
+int nbd_wire_flush(int fd);
 
 /* Receive and throw away len bytes (a payload we refuse but must consume to stay in sync).
  * Errors as nbd_recv_all. */

@@ -2,7 +2,8 @@
 # NBD over TLS (docs/SECURITY.md "TLS"): PSK and X.509 happy paths with nbdinfo, nbdcopy, nbdsh
 # (nbds+unix URIs) and qemu-img (tls-creds-x509); --tls require refuses plaintext (raw options
 # get NBD_REP_ERR_TLS_REQD); a wrong key and an unknown identity are refused; no option state
-# survives STARTTLS and a second STARTTLS is refused (nbd_tls.py); bad TLS options write nothing.
+# survives STARTTLS and a second STARTTLS is refused, and a client that sends 120 reads or 3,000
+# writes before it reads a reply gets every reply (nbd_tls.py); bad TLS options write nothing.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 rk_init
@@ -91,5 +92,7 @@ qemu-img convert -O raw --object "tls-creds-x509,id=tls0,dir=$CL,endpoint=client
     rk_fail "qemu-img convert over TLS"
 cmp "$T/data" "$T/back3" || rk_fail "qemu-img read back differs"
 "$RK_PY" "$HERE/nbd_tls.py" state "$RK_SOCK" "$C" || rk_fail "nbd_tls.py state"
+timeout 120 "$RK_PY" "$HERE/nbd_tls.py" slow "$RK_SOCK" "$C" || rk_fail "nbd_tls.py slow"
+timeout 120 "$RK_PY" "$HERE/nbd_tls.py" slow-writes "$X" || rk_fail "nbd_tls.py slow-writes"
 rk_stop
 echo PASS
