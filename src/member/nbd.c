@@ -477,7 +477,9 @@ static int conn_open(struct nbd_priv *p, struct nbd_conn *c, char *err, size_t e
         snprintf(err, errlen, "%s", nbd_get_error());
         return -ENOMEM;
     }
-    nbd_set_uri_allow_local_file(c->h, false);
+    /* The URI is the administrator's (command line, config): its tls-certificates= directory
+     * and tls-psk-file= are files to read, as for nbdinfo; libnbd refuses them by default. */
+    nbd_set_uri_allow_local_file(c->h, true);
     int r = rk_nbd_connect_deadline(c->h, p->luri, p->timeout_ns, err, errlen);
     if (r)
         return r;
