@@ -68,22 +68,24 @@ static void *wire_session(int fd)
     return t ? t->session : NULL;
 }
 
-/* Send all of buf on fd (blocking; a non-blocking fd is waited on). 0 or -errno. */
-static int wire_send_raw(int fd, const uint8_t *buf, size_t len)
+/* Send buf[*done..len) on fd, advancing *done. wait: block until all is out (a non-blocking fd
+ * is waited on); else stop where the socket is full (-EAGAIN). 0 or -errno. */
+static int wire_send_raw(int fd, const uint8_t *buf, size_t len, bool wait, size_t *done)
 {
-    while (len) {
-        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+    while (*done < len) {
+        ssize_t n = send(fd, buf + *done, len - *done, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0 && errno == EAGAIN) {
+            if (!wait)
+                return -EAGAIN;
             struct pollfd p = {.fd = fd, .events = POLLOUT};
             poll(&p, 1, 1000);
             continue;
         }
         if (n <= 0)
             return n < 0 ? -errno : -EPIPE;
-        buf += n;
-        len -= (size_t)n;
+        *done += (size_t)n;
     }
     return 0;
 }
@@ -91,7 +93,8 @@ static int wire_send_raw(int fd, const uint8_t *buf, size_t len)
 /* Put the gathered records on the socket; caller holds out_lock. */
 static int wire_flush_locked(struct wire_tls *t)
 {
-    int r = wire_send_raw(t->fd, t->out, t->used);
+    size_t done = 0;
+    int r = wire_send_raw(t->fd, t->out, t->used, true, &done);
     t->used = 0;
     return r;
 }
@@ -124,21 +127,9 @@ static void wire_rx_flush(struct wire_tls *t)
 static int wire_flush_nowait_locked(struct wire_tls *t)
 {
     size_t done = 0;
-    int r = 0;
-    while (done < t->used) {
-        ssize_t n = send(t->fd, t->out + done, t->used - done, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            r = n == 0 ? -EPIPE : errno == EWOULDBLOCK ? -EAGAIN : -errno;
-            break;
-        }
-        done += (size_t)n;
-    }
-    if (done) {
-        memmove(t->out, t->out + done, t->used - done);
-        t->used -= done;
-    }
+    int r = wire_send_raw(t->fd, t->out, t->used, false, &done);
+    memmove(t->out, t->out + done, t->used - done);
+    t->used -= done;
     return r;
 }
 
@@ -153,7 +144,7 @@ static ssize_t wire_push(gnutls_transport_ptr_t ptr, const void *data, size_t le
     if (t->used + len > WIRE_BATCH)
         r = wire_flush_locked(t);
     if (!r && len > WIRE_BATCH)
-        r = wire_send_raw(t->fd, data, len);
+        r = wire_send_raw(t->fd, data, len, true, &(size_t){0});
     else if (!r) {
         memcpy(t->out + t->used, data, len);
         t->used += len;
