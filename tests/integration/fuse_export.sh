@@ -30,7 +30,7 @@ fz_start()
     shift
     RK_LOG="$T/fuse.$RANDOM.log"
     rk_log "fuse $*"
-    timeout -k 5 120 "$RAIDKIT" fuse "$@" 2>"$RK_LOG" &
+    timeout -k 30 120 "$RAIDKIT" fuse "$@" 2>"$RK_LOG" &
     RK_PID=$!
     for i in $(seq 100); do
         [ "$(stat -c %s "$file" 2>/dev/null)" = "$SIZE" ] && return 0

@@ -16,7 +16,7 @@ nk_start()
     RK_SOCK="$T/nk.sock"
     RK_URI="nbd+unix:///?socket=$RK_SOCK"
     rm -f "$RK_SOCK"
-    timeout -k 5 120 nbdkit -f -U "$RK_SOCK" "$PLUGIN" "$@" 2>"$T/nbdkit.log" &
+    timeout -k 30 120 nbdkit -f -U "$RK_SOCK" "$PLUGIN" "$@" 2>"$T/nbdkit.log" &
     NK_PID=$!
     local i
     for i in $(seq 100); do

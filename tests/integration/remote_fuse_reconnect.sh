@@ -21,7 +21,7 @@ SIZE=$(rk_array_size "$T/local" "$U")
 CTL="$T/ctl.sock"
 touch "$T/vol"
 RK_LOG="$T/fuse.log"
-timeout -k 5 120 "$RAIDKIT" fuse "$T/vol" --control "$CTL" "$T/local" "$U" 2>"$RK_LOG" &
+timeout -k 30 120 "$RAIDKIT" fuse "$T/vol" --control "$CTL" "$T/local" "$U" 2>"$RK_LOG" &
 FZ_PID=$!
 for i in $(seq 100); do
     [ "$(stat -c %s "$T/vol")" = "$SIZE" ] && [ -S "$CTL" ] && break

@@ -66,7 +66,7 @@ rk_expect_slot_failed 1 "$T/local"
 rk_log "=== (2) nested: raid1 of a local file + a member served by raidkit serve (raid0 of one file)"
 truncate -s 64M "$T/inner" "$T/local2"
 rk_create --level raid0 "$T/inner"
-timeout -k 5 120 "$RAIDKIT" serve --listen "unix:$T/inner.sock" "$T/inner" 2>"$T/inner.log" &
+timeout -k 30 120 "$RAIDKIT" serve --listen "unix:$T/inner.sock" "$T/inner" 2>"$T/inner.log" &
 INNER=$!
 for i in $(seq 100); do [ -S "$T/inner.sock" ] && break; sleep 0.1; done
 [ -S "$T/inner.sock" ] || rk_fail "inner serve did not listen: $(cat "$T/inner.log")"

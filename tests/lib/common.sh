@@ -268,8 +268,10 @@ rk_serve()
     RK_URI="nbd+unix:///?socket=$RK_SOCK"
     rk_log "serve $*"
     # timeout(1) forwards SIGTERM/SIGINT to the server and keeps an orphan from outliving a test
-    # that CTest had to kill.
-    timeout -k 5 "${RK_SERVE_TIMEOUT:-300}" "$RAIDKIT" serve --listen "unix:$RK_SOCK" "$@" 2>"$RK_LOG" &
+    # that CTest had to kill. Its -k also starts when it forwards a signal: it sends SIGKILL that
+    # long after rk_stop's SIGTERM, so it must exceed rk_stop's own 20 s wait (with -k 5, a stop
+    # that took over 5 s, e.g. a dead RBD member's bounded close under ASan, ended in status 137).
+    timeout -k 30 "${RK_SERVE_TIMEOUT:-300}" "$RAIDKIT" serve --listen "unix:$RK_SOCK" "$@" 2>"$RK_LOG" &
     RK_PID=$!
     local i
     for i in $(seq 100); do
