@@ -2,7 +2,7 @@
  * loop as the SSD one, through the emul member's command queue (seek, rotation, transfer, NCQ,
  * write-cache acknowledgements), event by event on a fake clock; with the array's layout for
  * sequential reads, its stripe row locks for sequential parity writes, and its partial parity
- * log (FUA entry writes through each member's ring, reclaim flushes) where it has one
+ * log (FUA writes through each member's ring, one at a time, reclaim flushes) where it has one
  * (docs/BENCHMARKS.md "Validation against the emulation"). */
 #include <stdlib.h>
 #include <string.h>
@@ -70,23 +70,29 @@ static uint64_t sim_meta_off(struct sim *s, int mem, uint64_t len)
     return off;
 }
 
-/* Write the entries waiting for member mem's log ring as one FUA write at s->now. */
+/* Write the oldest FUA write waiting for member mem's log ring at s->now, alone. The trial
+ * counted the member's FUA writes as the array issued them, after its group commit had merged
+ * the entries that waited together (src/raid/raid5_ppl.c ppl_commit), and their mean length:
+ * merging the waiting ones here again made a raid6 write stream (two entries per write, on P's
+ * and Q's members) issue a third fewer FUA writes than the trial did, and the model 21-26 %
+ * fast. So each counted FUA write is one write, at the counted mean length. */
 static void sim_ring_write(struct sim *s, int mem)
 {
     struct sim_ring *g = &s->ring[mem];
-    uint64_t len = s->flen * (uint64_t)g->npend;
+    uint64_t len = s->flen;
     struct emul_hreq r = {
         .off = sim_meta_off(s, mem, len), .len = len, .dir = EMUL_DIR_WRITE, .kind = EMUL_H_IO};
-    memcpy(g->cur, g->pend, (size_t)g->npend * sizeof(g->pend[0]));
-    g->ncur = g->npend;
-    g->npend = 0;
+    g->cur[0] = g->pend[0];
+    g->ncur = 1;
+    memmove(g->pend, g->pend + 1, (size_t)(g->npend - 1) * sizeof(g->pend[0]));
+    g->npend--;
     g->busy = true;
     g->kick = false;
     if (emul_hq_add(&s->m[mem], &s->hq[mem], &r, true, g, s->now, sim_hdd_done, s))
         sim_hdd_done(s, g); /* queue full (never at fio's depths): counted as done */
 }
 
-/* Write the waiting groups of the rings whose last write ended. */
+/* Start the next waiting FUA write of the rings whose last write ended. */
 static void sim_ring_kicks(struct sim *s)
 {
     for (int i = 0; s->ring && i < s->n; i++)

@@ -36,10 +36,11 @@ struct sim_slot {
 };
 
 /* HDD, an array with a log: a member's log ring has one FUA write in flight at a time; the
- * entries that arrive meanwhile go out together in its next write (src/raid/raid5_ppl.c
- * ppl_commit, the group commit of a slow ring). */
+ * ones that arrive meanwhile wait in order (FIFO). The counted FUA writes are already the
+ * array's merged ones (src/raid/raid5_ppl.c ppl_commit, the group commit of a slow ring), so
+ * the ring does not merge them again (sim_ring_write). */
 struct sim_ring {
-    bool busy, kick; /* a write in flight / it ended (the loop writes the waiting group) */
+    bool busy, kick; /* a write in flight / it ended (the loop writes the next waiting one) */
     int ncur, npend;
     struct sim_slot *cur[2 * SIM_MAX_DEPTH], *pend[2 * SIM_MAX_DEPTH];
 };

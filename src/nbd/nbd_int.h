@@ -107,10 +107,11 @@ struct nbd_conn {
     pthread_t writer;
 
     /* Inline or pool (transmit.c): sampled moving means of this connection's execution CPU time
-     * (ns) and of the share of requests that blocked (per mille); relaxed, racy on purpose. */
+     * (ns) and, per direction ([0] READ, [1] WRITE), of the share of requests that blocked (per
+     * mille); relaxed, racy on purpose. */
     atomic_uint nexec;
     _Atomic int64_t cpu_ewma_ns;
-    atomic_int block_ewma;
+    atomic_int block_ewma[2];
     /* Connection end (see docs/ARCHITECTURE.md "Connection end"): under srv->drain_lock. */
     int end_state; /* 0 serving, 1 ending (counted in srv->ndraining), 2 drained */
 
