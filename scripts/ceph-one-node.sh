@@ -5,10 +5,11 @@
 #   scripts/ceph-one-node.sh stop DIR    stop its daemons (DIR is left for the caller to remove)
 #   scripts/ceph-one-node.sh check       exit 0 when the Ceph tools are installed, else print
 #                                        why on stderr and exit 77
-# One ceph-mon and one ceph-osd on memstore (objects in the OSD's memory: nothing to format,
+# One ceph-mon, one ceph-mgr and one ceph-osd on memstore (objects in the OSD's memory: nothing to format,
 # nothing survives a stop; CEPH_OBJECTSTORE=bluestore: a sparse CEPH_OSD_BLOCK_SIZE file in DIR,
-# default 4G, written with O_DIRECT and committed like a real OSD's disk), bound to 127.0.0.1 only (messenger v2 on a free port), no ceph-mgr
-# (nothing here needs one), authentication off (auth none: no keyrings), every file (conf,
+# default 4G, written with O_DIRECT and committed like a real OSD's disk), bound to 127.0.0.1 only (messenger v2 on a free port); the manager
+# with no optional modules (only those Ceph always runs) and the PG autoscaler off, so it changes
+# nothing the tests rely on; authentication off (auth none: no keyrings), every file (conf,
 # monitor store, OSD data, logs, admin sockets, pid files) in DIR; nothing outside DIR is
 # written. Pool `rk` (size 1, 8 PGs) with the rbd application. Environment: CEPH_OBJECTSTORE
 # (memstore | bluestore), CEPH_OSD_MEMORY (bytes the memstore OSD offers, default 4G).
@@ -18,10 +19,10 @@ die() { echo "ceph-one-node: $*" >&2; exit 1; }
 
 check_tools() {
     local t
-    for t in ceph-mon ceph-osd ceph monmaptool rbd; do
+    for t in ceph-mon ceph-mgr ceph-osd ceph monmaptool rbd; do
         command -v "$t" >/dev/null 2>&1 || {
-            echo "ceph-one-node: $t not installed (apt-get install ceph-mon ceph-osd ceph-common," \
-                "or scripts/install-deps.sh)" >&2
+            echo "ceph-one-node: $t not installed (apt-get install ceph-mon ceph-mgr ceph-osd" \
+                "ceph-common, or scripts/install-deps.sh)" >&2
             return 77
         }
     done
@@ -43,7 +44,7 @@ wait_for() {
 
 stop() {
     local dir=$1 f pid i
-    for f in "$dir"/run/osd.0.pid "$dir"/run/mon.a.pid; do
+    for f in "$dir"/run/osd.0.pid "$dir"/run/mgr.x.pid "$dir"/run/mon.a.pid; do
         [ -f "$f" ] || continue
         pid=$(cat "$f" 2>/dev/null) || continue
         [ -n "$pid" ] || continue
@@ -63,7 +64,7 @@ start() {
     mkdir -p "$dir"
     dir=$(cd "$dir" && pwd)
     [ ! -e "$dir/ceph.conf" ] || die "$dir already holds a cluster (stop it and remove $dir first)"
-    mkdir -p "$dir/run" "$dir/log" "$dir/mon" "$dir/osd/0"
+    mkdir -p "$dir/run" "$dir/log" "$dir/mon" "$dir/mgr/x" "$dir/osd/0"
     port=$(free_port)
     fsid=$(cat /proc/sys/kernel/random/uuid)
     conf="$dir/ceph.conf"
@@ -116,6 +117,10 @@ mon allow pool delete = true
 mon warn on pool no redundancy = false
 mon data avail warn = 1
 mon data avail crit = 0
+osd pool default pg autoscale mode = off
+mgr initial modules =
+[mgr]
+mgr data = $dir/mgr/\$id
 [mon]
 mon data = $dir/mon/\$name
 [osd]
@@ -134,6 +139,7 @@ EOF
     ceph-mon -c "$conf" -i a >"$dir/log/mon.out" 2>&1 || die "ceph-mon did not start"
     wait_for 30 ceph -c "$conf" --connect-timeout 5 mon stat ||
         die "the monitor does not answer (see $dir/log/mon.a.log)"
+    ceph-mgr -c "$conf" -i x >"$dir/log/mgr.out" 2>&1 || die "ceph-mgr did not start"
     uuid=$(cat /proc/sys/kernel/random/uuid)
     [ "$(ceph -c "$conf" osd new "$uuid")" = 0 ] || die "ceph osd new did not give osd.0"
     ceph-osd -c "$conf" -i 0 --mkfs --osd-uuid "$uuid" >"$dir/log/mkfs-osd.out" 2>&1 ||
@@ -147,6 +153,9 @@ EOF
     # The pool is usable once its PGs are active: a first object write proves it.
     wait_for 60 rbd -c "$conf" create --size 1M rk/.probe || die "pool rk does not become active"
     rbd -c "$conf" rm --no-progress rk/.probe >/dev/null 2>&1 || true
+    # The manager has had the OSD's start to come up; nothing above needs it.
+    wait_for 30 bash -c "ceph -c '$conf' mgr stat | grep -q '\"available\": true'" ||
+        die "ceph-mgr does not become available (see $dir/log/mgr.x.log)"
     echo "CEPH_CONF=$conf"
 }
 

@@ -14,7 +14,7 @@ pkgs=(build-essential cmake pkg-config clang-format
 # The one-node Ceph cluster of the RBD tests and bench/rbd-cache.sh (scripts/ceph-one-node.sh):
 # ~150 MB of daemons, so optional: RAIDKIT_CEPH=0 skips them, and a failed install only warns
 # (the RBD tests then skip with the reason).
-ceph_pkgs=(ceph-mon ceph-osd ceph-common)
+ceph_pkgs=(ceph-mon ceph-mgr ceph-osd ceph-common)
 
 missing=()
 ceph_missing=()
