@@ -72,7 +72,7 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
                (unsigned long long)pos, (unsigned long long)(pos + len));
         return -EIO;
     }
-    int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair, &mm)
+    int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair ? RAID_SCRUB_REPAIR : 0, &mm)
                              : scrub_read_all(r, pos, len, c->buf);
     raid_bitmap_end(r, &h);
     /* The hook counts repaired mismatches itself (raid_job_mismatch): a degraded raid6 finds
