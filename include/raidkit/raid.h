@@ -264,6 +264,10 @@ struct rk_raid_progress {
     uint64_t bad_ranges; /* rebuild: unreconstructable ranges; scrub: read errors */
     bool scrubbed;       /* a scrub has finished since open: last_* are valid */
     uint64_t last_mismatches, last_repaired, last_errors;
+    /* scrub: no copy or parity was left to compare against (a level without redundancy, or
+     * raid5/raid6 degraded as far as they tolerate), so its mismatch count means nothing;
+     * for the running scrub / the last one */
+    bool uncompared, last_uncompared;
     int64_t last_finished; /* unix time of the last scrub's end */
     uint64_t resynced;     /* resync: member data-area bytes resynced (per member) so far */
     bool full;             /* resync: every region (no bitmap to say which), not just marked ones */

@@ -40,7 +40,10 @@ static const char fuse_usage[] =
     "      --json          after the stop, print {mountpoint, file, size, result} as JSON\n"
     "  -t, --threads N     most FUSE worker threads (default 16)\n"
     "  -c, --control PATH  serve the control socket at PATH (raidkit status/fail/replace/scrub)\n"
-    "  other options as in raidkit serve --help (--listen and --export are accepted, unused)\n";
+    "  other options as in raidkit serve --help, except those of the NBD server (refused:\n"
+    "                     --listen, --export, --foreground, --socket-*, --tls*, the connection\n"
+    "                     limits and timeouts) and --config, --single, --run, --pidfile,\n"
+    "                     --exit-with-parent\n";
 
 /* The options of fuse itself, taken out of argv before serve's parser sees the rest. */
 struct fuse_only {
@@ -169,7 +172,10 @@ int cli_fuse(int argc, char **argv)
     r = rk_fuse_export_run(rk_volume_dev(sv.vol), &fo, err, sizeof(err));
     if (r)
         fprintf(stderr, "raidkit fuse: %s\n", err[0] ? err : strerror(-r));
-    rk_info("stopping: marking the array clean");
+    if (sv.read_only)
+        rk_info("stopping (read-only: nothing was written, the array's state stays as it was)");
+    else
+        rk_info("stopping: marking the array clean");
     rk_control_stop(ctl);
     int rc = rk_volume_close(sv.vol);
     if (rc) {

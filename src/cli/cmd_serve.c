@@ -466,7 +466,10 @@ static int serve_run(struct serve_opts *o, int n, char **members)
         r = rk_nbd_server_run(srv);
     serve_server = NULL;
     front_notify("STOPPING=1");
-    rk_info("stopping: flushing members and marking the array clean");
+    if (no->read_only)
+        rk_info("stopping (read-only: nothing was written, the array's state stays as it was)");
+    else
+        rk_info("stopping: flushing members and marking the array clean");
     rk_nbd_server_destroy(srv);
     rk_control_stop(ctl);
     int rc = rk_volume_close(vol);

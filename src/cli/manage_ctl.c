@@ -206,9 +206,12 @@ int mgmt_wait_job(const char *cmd, const char *path)
                     src = cJSON_GetObjectItem(st, "last_scrub");
                 cli_print_json(cJSON_Duplicate(src, true));
             } else if (!strcmp(mgmt_str(job, "kind"), "scrub")) {
-                printf("scrub finished: %.0f mismatches, %.0f repaired, %.0f read errors\n",
+                printf("scrub finished: %.0f mismatches, %.0f repaired, %.0f read errors%s\n",
                        mgmt_num(job, "mismatches"), mgmt_num(job, "repaired"),
-                       mgmt_num(job, "bad_ranges"));
+                       mgmt_num(job, "bad_ranges"),
+                       cJSON_IsTrue(cJSON_GetObjectItem(job, "nothing_compared"))
+                           ? " (nothing compared: no redundancy left)"
+                           : "");
                 if (!failed)
                     mgmt_print_mismatch_list(st);
             }

@@ -62,8 +62,12 @@ void mgmt_print_status(const cJSON *st)
            rk_format_size((uint64_t)mgmt_num(st, "size"), sz, sizeof(sz)),
            mgmt_num(st, "chunk") / 1024, mgmt_num(st, "members"), mgmt_num(st, "event"));
     char unsynced[64] = "";
-    if (mgmt_needs_resync(st))
-        snprintf(unsynced, sizeof(unsynced), ", needs resync (%.0f unsynced regions)",
+    const cJSON *job = cJSON_GetObjectItem(st, "job");
+    bool resyncing =
+        !strcmp(mgmt_str(job, "kind"), "resync") && !strcmp(mgmt_str(job, "state"), "running");
+    if (mgmt_needs_resync(st)) /* "needs resync" only while no resync runs (docs/CLI.md) */
+        snprintf(unsynced, sizeof(unsynced), ", %s (%.0f unsynced regions)",
+                 resyncing ? "resyncing" : "needs resync",
                  mgmt_num(cJSON_GetObjectItem(st, "bitmap"), "unsynced"));
     printf("state:    %s%s%s\n",
            cJSON_IsTrue(cJSON_GetObjectItem(st, "degraded")) ? "degraded" : "healthy", unsynced,

@@ -150,6 +150,8 @@ static void ctl_add_job(cJSON *root, const struct rk_raid_progress *p, double pc
     cJSON_AddNumberToObject(job, "mismatches", (double)p->mismatches);
     cJSON_AddNumberToObject(job, "repaired", (double)p->repaired);
     cJSON_AddNumberToObject(job, "bad_ranges", (double)p->bad_ranges);
+    if (p->kind == RK_JOB_SCRUB)
+        cJSON_AddBoolToObject(job, "nothing_compared", p->uncompared);
     if (p->error)
         cJSON_AddStringToObject(job, "error", strerror(-p->error));
 }
@@ -246,6 +248,7 @@ static void ctl_add_last_scrub(cJSON *root, struct rk_dev *raid, const struct rk
     cJSON_AddNumberToObject(ls, "mismatches", (double)p->last_mismatches);
     cJSON_AddNumberToObject(ls, "repaired", (double)p->last_repaired);
     cJSON_AddNumberToObject(ls, "read_errors", (double)p->last_errors);
+    cJSON_AddBoolToObject(ls, "nothing_compared", p->last_uncompared);
     cJSON_AddNumberToObject(ls, "finished_at", (double)p->last_finished);
     ctl_add_mismatches(ls, raid);
 }

@@ -15,6 +15,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +38,7 @@ struct create_member {
     struct stat st;
     uint64_t cur_size; /* current size (0 when it does not exist) */
     uint64_t size;     /* size after create/extend */
+    bool made;         /* create_prepare created the file (it did not exist) */
     char canon[PATH_MAX + NAME_MAX +
                2]; /* resolved directory + name of a member still to be created */
 };
@@ -499,6 +501,123 @@ static int create_fill_sb(struct rk_sb *sb, const struct create_member *cm, int 
     return 0;
 }
 
+/* Bytes of [0, len) of fd that are holes (SEEK_DATA / SEEK_HOLE; all of it counts as data
+ * where the file system cannot tell). */
+static uint64_t create_hole_bytes(int fd, uint64_t len)
+{
+    uint64_t holes = 0;
+    off_t pos = 0;
+    while ((uint64_t)pos < len) {
+        off_t data = lseek(fd, pos, SEEK_DATA);
+        if (data < 0)
+            return errno == ENXIO ? holes + (len - (uint64_t)pos) : holes;
+        if ((uint64_t)data >= len)
+            return holes + (len - (uint64_t)pos);
+        holes += (uint64_t)(data - pos);
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        if (hole < 0)
+            return holes;
+        pos = hole;
+    }
+    return holes;
+}
+
+/* Will the metadata writes fit? The holes in what create_write_member and create_write_bitmap
+ * write of each file member (the superblock, the bitmap area, and the rest of the metadata
+ * area as far as the file existed) need new blocks, summed per file system, against what it
+ * has free (statvfs). Reads only. 0, or -ENOSPC with err naming a member of a file system that
+ * is short. */
+static int create_check_space(const struct create_member *cm, int n, const struct rk_sb *sb,
+                              char *err, size_t errlen)
+{
+    uint64_t need[RK_MAX_MEMBERS] = {0};
+    dev_t dev[RK_MAX_MEMBERS];
+    for (int i = 0; i < n; i++) {
+        int fd;
+        struct stat st;
+        if (cm[i].uri || cm[i].blockdev || (fd = open(cm[i].path, O_RDONLY | O_CLOEXEC)) < 0)
+            continue;
+        uint64_t end = cm[i].cur_size < sb->data_offset ? cm[i].cur_size : sb->data_offset;
+        if (sb->bitmap_offset && end < sb->bitmap_offset + sb->bitmap_size)
+            end = sb->bitmap_offset + sb->bitmap_size;
+        if (end < RK_SB_SIZE)
+            end = RK_SB_SIZE;
+        if (fstat(fd, &st) == 0) {
+            dev[i] = st.st_dev;
+            need[i] = create_hole_bytes(fd, end);
+        }
+        close(fd);
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t sum = 0;
+        struct statvfs vf;
+        if (!need[i] || statvfs(cm[i].path, &vf) < 0)
+            continue;
+        for (int j = 0; j < n; j++)
+            sum += need[j] && dev[j] == dev[i] ? need[j] : 0;
+        uint64_t avail = (uint64_t)vf.f_bavail * vf.f_frsize;
+        if (sum > avail) {
+            rk_set_err(err, errlen,
+                       "member %s: its file system has %" PRIu64 " bytes free, the metadata "
+                       "areas of the members on it need %" PRIu64,
+                       cm[i].path, avail, sum);
+            return -ENOSPC;
+        }
+    }
+    return 0;
+}
+
+/*
+ * Prepare every local member before anything in it is overwritten (docs/CLI.md "create":
+ * nothing that existed is lost when create fails). Each step keeps the member's content:
+ * create a missing file (it goes again on failure: cli_remove_created), extend a file to its
+ * size and check the size took (a file system's size limit, a pseudo-file), then check that
+ * the metadata writes fit in the free space (create_check_space). On a failure the extended
+ * files get their old size back. 0 or -errno with err.
+ */
+static int create_prepare(struct create_member *cm, int n, const struct rk_sb *sb, char *err,
+                          size_t errlen)
+{
+    int i, r = 0;
+    for (i = 0; i < n && !r; i++) {
+        struct create_member *c = &cm[i];
+        if (c->uri || c->blockdev)
+            continue;
+        int fd = open(c->path, O_RDWR | O_CLOEXEC | (c->exists ? 0 : O_CREAT | O_EXCL), 0644);
+        if (fd < 0) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s: cannot open for writing: %s", c->path,
+                       strerror(-r));
+            break;
+        }
+        c->made = !c->exists; /* a new file goes again on failure (cli_remove_created) */
+        c->exists = true;
+        struct stat st;
+        if (c->size > c->cur_size && ftruncate(fd, (off_t)c->size) < 0) {
+            r = -errno;
+            rk_set_err(err, errlen, "member %s: cannot extend to %" PRIu64 " bytes: %s", c->path,
+                       c->size, strerror(-r));
+        } else if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != c->size) {
+            r = -EINVAL;
+            rk_set_err(err, errlen,
+                       "member %s: its size does not take (%" PRIu64 " bytes asked): not a "
+                       "regular file on a file system that raidkit can use",
+                       c->path, c->size);
+        }
+        close(fd);
+    }
+    if (!r)
+        r = create_check_space(cm, n, sb, err, errlen);
+    if (!r)
+        return 0;
+    for (int j = 0; j < i; j++) /* give the files their old size back (the rest were holes) */
+        if (!cm[j].uri && !cm[j].blockdev && !cm[j].made && cm[j].size > cm[j].cur_size &&
+            truncate(cm[j].path, (off_t)cm[j].cur_size) < 0)
+            rk_warn("member %s: cannot give it back its size of %" PRIu64 " bytes: %s", cm[j].path,
+                    cm[j].cur_size, strerror(errno));
+    return r;
+}
+
 /* Write the validated array: zero every data area first (one that cannot be zeroed makes the
  * whole array need its initial sync), then each member's superblock area and bitmap. */
 static int create_write_all(const struct create_member *cm, int n, const struct rk_create_opts *o,
@@ -565,7 +684,10 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
     r = create_check_members(cm, paths, n, o, chunk, err, errlen);
     if (!r)
         r = create_fill_sb(sb, cm, n, o, chunk, name, err, errlen);
-    /* Everything is validated: from here on members are written. */
+    if (!r)
+        r = create_prepare(cm, n, sb, err, errlen);
+    /* Everything is validated and every member takes its size and metadata area: from here on
+     * members are overwritten. */
     if (!r)
         r = create_write_all(cm, n, o, sb, err, errlen);
 out:

@@ -194,9 +194,10 @@ static bool copies_first(const struct raid_layout *l, uint64_t aoff, uint32_t sl
     return true;
 }
 
-int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, unsigned mode,
                       uint64_t *mismatches)
 {
+    bool repair = mode & RAID_SCRUB_REPAIR;
     const struct raid_layout *l = &r->l;
     uint64_t chunk = l->g.chunk, end = member_off + len;
     uint32_t ncopy = l->g.members; /* no level keeps more copies than slots */

@@ -23,7 +23,7 @@ int raid_copies_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, 
  * raid10), with the contracts described there. */
 int raid_copies_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
                             void *buf);
-int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+int raid_copies_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, unsigned mode,
                       uint64_t *mismatches);
 
 #endif

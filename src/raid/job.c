@@ -384,6 +384,7 @@ static int job_claim(struct raid_job *j, const struct raid_job_spec *spec)
     j->prog.last_repaired = keep.last_repaired;
     j->prog.last_errors = keep.last_errors;
     j->prog.last_finished = keep.last_finished;
+    j->prog.last_uncompared = keep.last_uncompared;
     j->n_mm = 0;
     j->prog.kind = spec->ops->kind;
     j->prog.state = RK_JOB_RUNNING;

@@ -358,7 +358,7 @@ int r5g_drain(struct raid_priv *r, uint64_t off, uint64_t len);
 /* The level's reconstruct and scrub hooks (raid_int.h struct raid_level). */
 int r5_reconstruct(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
                    void *out);
-int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, unsigned mode,
              uint64_t *mismatches);
 
 #endif

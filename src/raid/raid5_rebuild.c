@@ -232,8 +232,11 @@ static int r5_scrub_window(struct r5_req *q, struct r5_find *f, uint64_t hi, boo
 /* raid6 window [lo, hi) of stripe g with exactly block miss unreadable: the other blocks are
  * read, a missing data block is rebuilt from P, and the parity that was not used is compared
  * (Q when data or P is missing, P when Q is). A mismatch cannot be located; with repair (a
- * resync, or scrub --repair) the compared parity is rewritten from the data, as md's raid6
- * sync does, so the stripe is consistent again (the missing block keeps what P says).
+ * resync only, RAID_SCRUB_RESYNC: its mismatches are writes a crash interrupted) the compared
+ * parity is rewritten from the data, as md's raid6 sync does, so the stripe is consistent
+ * again (the missing block keeps what P says). A user's scrub --repair leaves it: rewriting the
+ * parity from a corrupted data chunk would make the corruption consistent, so that P and Q
+ * could no longer locate it once the member is back (nor could the rebuild avoid copying it).
  * Returns 1 (mismatch), 0, 2 when a read failed (the caller recovers instead), or -errno when
  * the repair write failed. */
 static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, uint32_t miss,
@@ -279,8 +282,9 @@ static int r6_scrub_degraded(struct r5_req *q, struct r5_find *f, uint64_t hi, u
 /* One window [lo, hi) of stripe g for r5_scrub: check it as far as the readable blocks allow;
  * first: no mismatch was reported in the stripe yet. Returns 1 (mismatch), 0, or -errno. */
 static int r5_scrub_one(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi,
-                        bool repair, bool first)
+                        unsigned mode, bool first)
 {
+    bool repair = mode & RAID_SCRUB_REPAIR;
     struct raid_priv *r = q->r;
     struct r5_find f = {.g = g, .lo = lo, .first = first};
     uint64_t moff = g->row * r->l.g.chunk + lo;
@@ -290,7 +294,8 @@ static int r5_scrub_one(struct r5_req *q, const struct r5_geo *g, uint64_t lo, u
     if ((uint32_t)__builtin_popcount(gone) >= g->np)
         return 0;
     if (gone) {
-        int m = r6_scrub_degraded(q, &f, hi, (uint32_t)__builtin_ctz(gone), repair);
+        int m = r6_scrub_degraded(q, &f, hi, (uint32_t)__builtin_ctz(gone),
+                                  (mode & RAID_SCRUB_RESYNC) != 0);
         if (m != 2)
             return m;
     }
@@ -306,7 +311,7 @@ static int r5_scrub_one(struct r5_req *q, const struct r5_geo *g, uint64_t lo, u
     return r5_scrub_window(q, &f, hi, repair);
 }
 
-int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, unsigned mode,
              uint64_t *mismatches)
 {
     struct r5_req q;
@@ -324,7 +329,7 @@ int r5_scrub(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair
         stripe_lock_range(&q.p->locks, row, 1);
         for (uint64_t lo = 0; lo < chunk && !ret; lo += q.p->win) {
             uint64_t hi = lo + q.p->win < chunk ? lo + q.p->win : chunk;
-            int m = r5_scrub_one(&q, &g, lo, hi, repair, !mism);
+            int m = r5_scrub_one(&q, &g, lo, hi, mode, !mism);
             if (m > 0)
                 mism = true;
             if (m < 0)

@@ -52,6 +52,10 @@ struct raid_bitmap;
  * through it. Every table fills level, name, min_members, max_failed, setup, map, survives and
  * rw; the other hooks are optional (NULL).
  */
+/* Modes of the level's scrub hook (struct raid_level .scrub). */
+#define RAID_SCRUB_REPAIR 1u
+#define RAID_SCRUB_RESYNC 2u
+
 struct raid_level {
     int level;            /* enum rk_level, stored in the superblock */
     const char *name;     /* "raid1"; rk_level_parse also takes "1" for a name "raid1" */
@@ -96,9 +100,14 @@ struct raid_level {
      * reconstruct: the level has no redundancy (no rebuild; its writes take no range lock);
      * NULL scrub: a scrub only reads every member.
      */
+    /* scrub's mode: 0 checks; RAID_SCRUB_REPAIR repairs what the level can tell (scrub
+     * --repair); RAID_SCRUB_REPAIR | RAID_SCRUB_RESYNC also makes a stripe consistent where a
+     * mismatch cannot be located (a resync after a crash: the data is what was written, so the
+     * parity is rewritten from it; a user's repair leaves such a stripe as it is, so the
+     * evidence stays for when the member is back). */
     int (*reconstruct)(struct raid_priv *r, uint32_t slot, uint64_t member_off, uint64_t len,
                        void *buf);
-    int (*scrub)(struct raid_priv *r, uint64_t member_off, uint64_t len, bool repair,
+    int (*scrub)(struct raid_priv *r, uint64_t member_off, uint64_t len, unsigned mode,
                  uint64_t *mismatches);
     /* Optional: set up r->level_priv once the layout is known (stripe locks, buffers), before
      * any request; close() frees it. Returns 0 or -errno. */

@@ -70,7 +70,7 @@ static int resync_run(struct raid_priv *r, struct resync_ctx *c, uint64_t a, uin
     if (!rc)
         c->fast += b - a;
     else if (rc == -EAGAIN)
-        rc = r->l.lvl->scrub(r, a, b - a, true, &mm);
+        rc = r->l.lvl->scrub(r, a, b - a, RAID_SCRUB_REPAIR | RAID_SCRUB_RESYNC, &mm);
     if (rc == -EIO)
         c->errors++;
     else if (rc)

@@ -11,7 +11,8 @@
 
 struct scrub_ctx {
     bool repair;
-    char *buf; /* one step, for levels without a scrub hook */
+    bool uncompared; /* nothing left to compare against (scrub_begin) */
+    char *buf;       /* one step, for levels without a scrub hook */
 };
 
 /* Levels without redundancy: read the step on every live member, count read errors. */
@@ -31,6 +32,13 @@ static int scrub_read_all(struct raid_priv *r, uint64_t pos, uint64_t len, char 
         }
     }
     return ret;
+}
+
+/* Under the job lock: the running scrub has nothing to compare against (c->uncompared). */
+static void scrub_mark_uncompared(struct rk_raid_progress *p, void *arg)
+{
+    const struct scrub_ctx *c = arg;
+    p->uncompared = c->uncompared;
 }
 
 static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t end)
@@ -57,6 +65,8 @@ static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t
         rk_warn("scrub: %d of %u slots unavailable: every stripe is checked against the parity "
                 "left, but a mismatch cannot be located nor repaired",
                 missing, r->l.g.members);
+    c->uncompared = tolerated == 0 || (missing >= tolerated && !r->l.lvl->unmap);
+    raid_job_update(r, scrub_mark_uncompared, c);
 }
 
 /* Read errors count as bad ranges and the scrub goes on; other errors end it. */
@@ -72,7 +82,7 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
                (unsigned long long)pos, (unsigned long long)(pos + len));
         return -EIO;
     }
-    int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair, &mm)
+    int rc = r->l.lvl->scrub ? r->l.lvl->scrub(r, pos, len, c->repair ? RAID_SCRUB_REPAIR : 0, &mm)
                              : scrub_read_all(r, pos, len, c->buf);
     raid_bitmap_end(r, &h);
     /* The hook counts repaired mismatches itself (raid_job_mismatch): a degraded raid6 finds
@@ -83,6 +93,7 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
 
 struct scrub_result {
     int err;
+    bool uncompared;
     uint64_t mismatches, bad_ranges;
 };
 
@@ -98,13 +109,14 @@ static void scrub_record(struct rk_raid_progress *p, void *arg)
     p->last_mismatches = p->mismatches;
     p->last_repaired = p->repaired;
     p->last_errors = p->bad_ranges;
+    p->last_uncompared = res->uncompared;
     p->last_finished = (int64_t)time(NULL);
 }
 
 static int scrub_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
 {
     struct scrub_ctx *c = ctx;
-    struct scrub_result res = {.err = err};
+    struct scrub_result res = {.err = err, .uncompared = c->uncompared};
     if (!err)
         raid_job_mismatch_keep(r);
     raid_job_update(r, scrub_record, &res);

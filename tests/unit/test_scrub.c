@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "core/util.h"
+#include "raid/raid_int.h"
 #include "raidkit/member.h"
 #include "raidkit/raid.h"
 #include "rk_test.h"
@@ -185,8 +186,11 @@ static void slot_read(struct arr *a, uint32_t slot, uint64_t moff, uint64_t len,
 #define R6_OFF (R6_ROW * 64 * KiB + 8 * KiB)
 
 /* "degraded raid6 scrub finds a corrupt chunk": with Q, P or a data chunk gone, the parity
- * left still shows the corrupted data chunk; repair cannot tell which chunk is wrong: it
- * rewrites the parity compared from the data (the data itself is left as it is). */
+ * left still shows the corrupted data chunk. A user's repair cannot tell which chunk is wrong
+ * and leaves the stripe as it is (rewriting the parity from the corrupted data would make the
+ * corruption consistent: P and Q could not locate it once the member is back); a resync (its
+ * mismatches are interrupted writes) rewrites the parity compared from the data, as md's raid6
+ * sync does, and leaves the data. */
 static void test_raid6_degraded_scrub(void **state)
 {
     (void)state;
@@ -200,15 +204,25 @@ static void test_raid6_degraded_scrub(void **state)
         struct rk_raid_mismatch m = one_mismatch(&a);
         assert_int_equal(m.kind, RK_MM_DEGRADED);
         assert_int_equal(m.fixed, RK_FIX_NONE);
-        assert_int_equal(m.slot, gone[i] == 4 ? 3 : 4); /* the parity compared */
+        uint32_t par = gone[i] == 4 ? 3 : 4; /* the parity compared */
+        assert_int_equal(m.slot, par);
         assert_int_equal(m.member_off, R6_OFF);
         assert_int_equal(m.len, 4096);
-        uint8_t before[4096], after[4096];
+        uint8_t before[4096], after[4096], pbefore[4096], pafter[4096];
         slot_read(&a, 0, R6_OFF, sizeof(before), before);
-        /* Repair (a resync, scrub --repair) rewrites the parity compared from the data, as
-         * md's raid6 sync does: the data is untouched and the stripe is consistent again. */
-        scrub_counts(&a, true, 1, 1);
-        assert_int_equal(one_mismatch(&a).fixed, RK_FIX_PARITY);
+        slot_read(&a, par, R6_OFF, sizeof(pbefore), pbefore);
+        scrub_counts(&a, true, 1, 0); /* scrub --repair: found, not repaired */
+        assert_int_equal(one_mismatch(&a).fixed, RK_FIX_NONE);
+        slot_read(&a, par, R6_OFF, sizeof(pafter), pafter);
+        assert_memory_equal(pbefore, pafter, sizeof(pafter));
+        scrub_counts(&a, false, 1, 0); /* still there for when the member is back */
+        /* The resync's mode rewrites the parity compared; the data is untouched. */
+        struct raid_priv *r = a.raid->priv;
+        uint64_t mm = 0;
+        assert_int_equal(r->l.lvl->scrub(r, R6_ROW * 64 * KiB, 64 * KiB,
+                                         RAID_SCRUB_REPAIR | RAID_SCRUB_RESYNC, &mm),
+                         0);
+        assert_int_equal(mm, 1);
         slot_read(&a, 0, R6_OFF, sizeof(after), after);
         assert_memory_equal(before, after, sizeof(after));
         scrub_counts(&a, false, 0, 0);
