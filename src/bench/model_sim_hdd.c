@@ -22,10 +22,9 @@ static void sim_hdd_done(void *arg, void *ctx)
 {
     struct sim *s = arg;
     if (s->ring && ctx >= (void *)s->ring && ctx < (void *)(s->ring + s->n)) {
-        struct sim_ring *g = ctx; /* a log write: every entry in it is durable */
-        for (int i = 0; i < g->ncur; i++)
-            sim_hdd_done(s, g->cur[i]);
-        g->ncur = 0;
+        struct sim_ring *g = ctx; /* a log write: its request's entry is durable */
+        sim_hdd_done(s, g->cur);
+        g->cur = NULL;
         g->busy = false;
         g->kick = g->npend > 0; /* not from here: this runs inside the member's queue */
         return;
@@ -82,8 +81,7 @@ static void sim_ring_write(struct sim *s, int mem)
     uint64_t len = s->flen;
     struct emul_hreq r = {
         .off = sim_meta_off(s, mem, len), .len = len, .dir = EMUL_DIR_WRITE, .kind = EMUL_H_IO};
-    g->cur[0] = g->pend[0];
-    g->ncur = 1;
+    g->cur = g->pend[0];
     memmove(g->pend, g->pend + 1, (size_t)(g->npend - 1) * sizeof(g->pend[0]));
     g->npend--;
     g->busy = true;

@@ -41,8 +41,9 @@ struct sim_slot {
  * the ring does not merge them again (sim_ring_write). */
 struct sim_ring {
     bool busy, kick; /* a write in flight / it ended (the loop writes the next waiting one) */
-    int ncur, npend;
-    struct sim_slot *cur[2 * SIM_MAX_DEPTH], *pend[2 * SIM_MAX_DEPTH];
+    int npend;
+    struct sim_slot *cur; /* the request whose FUA write is in flight */
+    struct sim_slot *pend[2 * SIM_MAX_DEPTH];
 };
 
 struct sim {

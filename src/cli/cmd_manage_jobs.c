@@ -309,7 +309,7 @@ int cli_scrub(int argc, char **argv)
     printf("scrub finished: %" PRIu64 " mismatches, %" PRIu64 " repaired, %" PRIu64
            " read errors%s\n",
            p.last_mismatches, p.last_repaired, p.last_errors,
-           p.last_uncompared ? " (nothing compared: no redundancy left)" : "");
+           p.last_uncompared ? MGMT_SCRUB_UNCOMPARED : "");
     for (int i = 0; i < nmm && i < RK_RAID_MISMATCH_MAX; i++)
         mgmt_print_mismatch(mm[i].slot, (double)mm[i].member_off, (double)mm[i].len,
                             mm[i].array_off == RK_RAID_NO_ARRAY_OFF ? -1 : (double)mm[i].array_off,

@@ -77,6 +77,9 @@ void mgmt_print_mismatch(double slot, double moff, double len, double aoff, cons
 /* One line per mismatch of st's last_scrub.mismatch_list, on stdout. */
 void mgmt_print_mismatch_list(const cJSON *st);
 
+/* The end of a scrub's result line when it had nothing to compare against (nothing_compared). */
+#define MGMT_SCRUB_UNCOMPARED " (nothing compared: no redundancy left)"
+
 /*
  * Offline replace/re-add/scrub (manage_offline.c), before the open that writes superblocks
  * (docs/CLI.md "replace", "re-add", "scrub"): read the n member paths' superblocks read-only.

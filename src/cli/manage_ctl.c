@@ -210,7 +210,7 @@ int mgmt_wait_job(const char *cmd, const char *path)
                        mgmt_num(job, "mismatches"), mgmt_num(job, "repaired"),
                        mgmt_num(job, "bad_ranges"),
                        cJSON_IsTrue(cJSON_GetObjectItem(job, "nothing_compared"))
-                           ? " (nothing compared: no redundancy left)"
+                           ? MGMT_SCRUB_UNCOMPARED
                            : "");
                 if (!failed)
                     mgmt_print_mismatch_list(st);

@@ -199,7 +199,8 @@ static int create_random_uuid(uint8_t *u, char *err, size_t errlen)
     return r;
 }
 
-/* Write everything to one validated member: size, zeroed metadata area, superblock, fsync. */
+/* Write everything to one validated, prepared member: zeroed metadata area, superblock,
+ * fsync. */
 static int create_write_member(const struct create_member *c, const struct rk_sb *sb, char *err,
                                size_t errlen)
 {
@@ -216,16 +217,11 @@ static int create_write_member(const struct create_member *c, const struct rk_sb
         }
         return create_uri_write(c->path, sbuf, sizeof(sbuf), 0, "the superblock", err, errlen);
     }
-    int fd = open(c->path, O_RDWR | O_CLOEXEC | (c->exists ? 0 : O_CREAT | O_EXCL), 0644);
+    /* create_prepare made the file and gave it its size */
+    int fd = open(c->path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         r = -errno;
         rk_set_err(err, errlen, "member %s: cannot open for writing: %s", c->path, strerror(-r));
-        goto out;
-    }
-    if (!c->blockdev && c->size > c->cur_size && ftruncate(fd, (off_t)c->size) < 0) {
-        r = -errno;
-        rk_set_err(err, errlen, "member %s: cannot extend to %" PRIu64 " bytes: %s", c->path,
-                   c->size, strerror(-r));
         goto out;
     }
     /* Old signatures (file systems, an earlier array) must not survive in the metadata area;

@@ -11,8 +11,7 @@
 
 struct scrub_ctx {
     bool repair;
-    bool uncompared; /* nothing left to compare against (scrub_begin) */
-    char *buf;       /* one step, for levels without a scrub hook */
+    char *buf; /* one step, for levels without a scrub hook */
 };
 
 /* Levels without redundancy: read the step on every live member, count read errors. */
@@ -34,11 +33,10 @@ static int scrub_read_all(struct raid_priv *r, uint64_t pos, uint64_t len, char 
     return ret;
 }
 
-/* Under the job lock: the running scrub has nothing to compare against (c->uncompared). */
+/* Under the job lock: whether the running scrub has nothing to compare against (*arg). */
 static void scrub_mark_uncompared(struct rk_raid_progress *p, void *arg)
 {
-    const struct scrub_ctx *c = arg;
-    p->uncompared = c->uncompared;
+    p->uncompared = *(const bool *)arg;
 }
 
 static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t end)
@@ -65,8 +63,8 @@ static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t
         rk_warn("scrub: %d of %u slots unavailable: every stripe is checked against the parity "
                 "left, but a mismatch cannot be located nor repaired",
                 missing, r->l.g.members);
-    c->uncompared = tolerated == 0 || (missing >= tolerated && !r->l.lvl->unmap);
-    raid_job_update(r, scrub_mark_uncompared, c);
+    bool uncompared = tolerated == 0 || (missing >= tolerated && !r->l.lvl->unmap);
+    raid_job_update(r, scrub_mark_uncompared, &uncompared);
 }
 
 /* Read errors count as bad ranges and the scrub goes on; other errors end it. */
@@ -93,7 +91,6 @@ static int scrub_step(struct raid_priv *r, void *ctx, uint64_t pos, uint64_t len
 
 struct scrub_result {
     int err;
-    bool uncompared;
     uint64_t mismatches, bad_ranges;
 };
 
@@ -109,14 +106,14 @@ static void scrub_record(struct rk_raid_progress *p, void *arg)
     p->last_mismatches = p->mismatches;
     p->last_repaired = p->repaired;
     p->last_errors = p->bad_ranges;
-    p->last_uncompared = res->uncompared;
+    p->last_uncompared = p->uncompared;
     p->last_finished = (int64_t)time(NULL);
 }
 
 static int scrub_finish(struct raid_priv *r, void *ctx, uint64_t pos, int err)
 {
     struct scrub_ctx *c = ctx;
-    struct scrub_result res = {.err = err, .uncompared = c->uncompared};
+    struct scrub_result res = {.err = err};
     if (!err)
         raid_job_mismatch_keep(r);
     raid_job_update(r, scrub_record, &res);
