@@ -2,8 +2,8 @@
  * loop as the SSD one, through the emul member's command queue (seek, rotation, transfer, NCQ,
  * write-cache acknowledgements), event by event on a fake clock; with the array's layout for
  * sequential reads, its stripe row locks for sequential parity writes, and its partial parity
- * log (FUA writes through each member's ring, one at a time, reclaim flushes) where it has one
- * (docs/BENCHMARKS.md "Validation against the emulation"). */
+ * log (FUA writes through each member's ring, one at a time; reclaim flushes in parallel) where
+ * it has one (docs/BENCHMARKS.md "Validation against the emulation"). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,9 +71,9 @@ static uint64_t sim_meta_off(struct sim *s, int mem, uint64_t len)
 
 /* Write the oldest FUA write waiting for member mem's log ring at s->now, alone. The trial
  * counted the member's FUA writes as the array issued them, after its group commit had merged
- * the entries that waited together (src/raid/raid5_ppl.c ppl_commit), and their mean length:
- * merging the waiting ones here again made a raid6 write stream (two entries per write, on P's
- * and Q's members) issue a third fewer FUA writes than the trial did, and the model 21-26 %
+ * the entries that waited together (src/raid/raid5_ppl_commit.c r5_ppl_commit), and their mean
+ * length: merging the waiting ones here again made a raid6 write stream (two entries per write, on
+ * P's and Q's members) issue a third fewer FUA writes than the trial did, and the model 21-26 %
  * fast. So each counted FUA write is one write, at the counted mean length. */
 static void sim_ring_write(struct sim *s, int mem)
 {
@@ -222,13 +222,14 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
             sl->fj = 0;
         }
     }
-    if (sl->phase == 4 && sl->fj < s->n) { /* ppl_reclaim_work flushes the members in turn */
+    if (sl->phase == 4 && sl->fj == 0) { /* ppl_reclaim_work flushes every member at once */
         struct emul_hreq r = {.dir = EMUL_DIR_WRITE, .kind = EMUL_H_BARRIER};
-        int m = sl->fj++;
-        sl->nops = 1;
+        sl->fj = 1;
+        sl->nops = s->n;
         sl->t = s->now;
-        if (emul_hq_add(&s->m[m], &s->hq[m], &r, false, sl, s->now, sim_hdd_done, s))
-            sim_hdd_done(s, sl);
+        for (int m = 0; m < s->n; m++)
+            if (emul_hq_add(&s->m[m], &s->hq[m], &r, false, sl, s->now, sim_hdd_done, s))
+                sim_hdd_done(s, sl);
         return false;
     }
     if (sl->phase == 4 && s->reclaimer == sl) { /* space again: the waiting writers go on */

@@ -21,8 +21,8 @@ struct sim_slot {
                    * flight; 3 (HDD; 2 on an SSD): writes in flight */
     int nw;       /* write operations of the request's last phase */
     int nf;       /* HDD: FUA writes of its phase 2 (bitmap and log writes, before the data) */
-    bool reclaim; /* HDD: a log reclaim first (phase 4): every member flushed in turn */
-    int fj;       /* the next member to flush */
+    bool reclaim; /* HDD: a log reclaim first (phase 4): every member flushed at once */
+    int fj;       /* reclaim: 0 before its member flushes were sent, 1 after */
     bool parked;  /* HDD: its log writes wait for the reclaim in progress (sim.reclaimer) */
     int nops;     /* member operations in flight */
     int mem[2 * RK_MAX_MEMBERS];
@@ -37,8 +37,8 @@ struct sim_slot {
 
 /* HDD, an array with a log: a member's log ring has one FUA write in flight at a time; the
  * ones that arrive meanwhile wait in order (FIFO). The counted FUA writes are already the
- * array's merged ones (src/raid/raid5_ppl.c ppl_commit, the group commit of a slow ring), so
- * the ring does not merge them again (sim_ring_write). */
+ * array's merged ones (src/raid/raid5_ppl_commit.c r5_ppl_commit, the group commit of a slow ring),
+ * so the ring does not merge them again (sim_ring_write). */
 struct sim_ring {
     bool busy, kick; /* a write in flight / it ended (the loop writes the next waiting one) */
     int npend;

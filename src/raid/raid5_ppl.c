@@ -24,7 +24,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sodium.h>
 
@@ -66,6 +65,8 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
         return -ENOMEM;
     pthread_mutex_init(&L->lock, NULL);
     pthread_cond_init(&L->cond, NULL);
+    for (int s = 0; s < RK_MAX_MEMBERS; s++)
+        pthread_cond_init(&L->m[s].cond, NULL);
     L->id = g->ppl_id;
     L->off = g->ppl_offset;
     L->size = g->ppl_size;
@@ -79,7 +80,7 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
         L->hash = false;
     }
     p->ppl = L;
-    L->hbuf = rk_buf_alloc(RK_PPL_BLOCK);
+    L->hbuf = rk_buf_alloc((size_t)g->members * RK_PPL_BLOCK);
     if (!L->hbuf)
         return -ENOMEM;
     for (uint32_t s = 0; s < g->members; s++)
@@ -106,6 +107,8 @@ void r5_ppl_close(struct r5_priv *p)
         free(L->m[s].stage);
     }
     free(L->hbuf);
+    for (int s = 0; s < RK_MAX_MEMBERS; s++)
+        pthread_cond_destroy(&L->m[s].cond);
     pthread_cond_destroy(&L->cond);
     pthread_mutex_destroy(&L->lock);
     free(L);
@@ -134,17 +137,32 @@ static bool ring_fit(const struct r5_ppl *L, const struct ppl_ring *m, uint64_t 
     return m->head + size <= tail;
 }
 
-/* Write slot's head block with retirement point retired (FUA). Caller is the busy thread and
- * holds no lock. Returns 0 or -errno (the slot is failed). */
-int r5_ppl_write_head(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, uint64_t retired)
+int r5_ppl_write_heads(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto)
 {
-    struct rk_ppl_head h = {.id = L->id, .retired = retired, .haskey = true};
-    memcpy(h.key, L->key, sizeof(h.key));
-    rk_ppl_head_encode(&h, (uint8_t *)L->hbuf);
-    int ret = rk_dev_write(r->members[slot], L->hbuf, RK_PPL_BLOCK, L->off, RK_WRITE_FUA);
-    if (ret)
-        raid_fail(r, slot, ret);
-    return ret;
+    struct rk_io io[RK_MAX_MEMBERS];
+    uint32_t slot[RK_MAX_MEMBERS];
+    int n = 0, nfail = 0;
+    for (uint32_t s = 0; s < r->l.g.members; s++) {
+        if (!upto[s])
+            continue;
+        struct rk_ppl_head h = {.id = L->id, .retired = upto[s], .haskey = true};
+        memcpy(h.key, L->key, sizeof(h.key));
+        char *b = L->hbuf + (size_t)s * RK_PPL_BLOCK;
+        rk_ppl_head_encode(&h, (uint8_t *)b);
+        rk_io_init(&io[n], r->members[s], RK_OP_WRITE, b, RK_PPL_BLOCK, L->off, RK_WRITE_FUA);
+        slot[n++] = s;
+    }
+    struct rk_io_batch bt;
+    rk_io_batch_init(&bt);
+    if (n && rk_io_run(&bt, io, n))
+        for (int i = 0; i < n; i++)
+            if (io[i].result) {
+                raid_fail(r, slot[i], io[i].result);
+                upto[slot[i]] = 0;
+                nfail++;
+            }
+    rk_io_batch_destroy(&bt);
+    return nfail;
 }
 
 /* Seq of the oldest entry of m not yet complete (next_seq when all are). */
@@ -167,8 +185,9 @@ static void ppl_retire(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto)
     pthread_mutex_unlock(&L->lock);
     uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE);
     for (uint32_t s = 0; s < n; s++)
-        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired || r5_ppl_write_head(r, L, s, upto[s]))
+        if (!(wr & (1u << s)) || upto[s] <= L->m[s].retired)
             upto[s] = 0;
+    r5_ppl_write_heads(r, L, upto);
     pthread_mutex_lock(&L->lock);
     for (uint32_t s = 0; s < n; s++) {
         struct ppl_ring *m = &L->m[s];
@@ -193,12 +212,7 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
     for (uint32_t s = 0; s < n; s++)
         upto[s] = ring_first_open(L, &L->m[s]);
     pthread_mutex_unlock(&L->lock);
-    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE);
-    for (uint32_t s = 0; s < n; s++) {
-        int ret = (wr & (1u << s)) ? rk_dev_flush(r->members[s]) : 0;
-        if (ret)
-            raid_fail(r, s, ret);
-    }
+    raid_members_round(r, RK_OP_FLUSH, NULL, 0, 0, 0); /* in parallel; a failed slot is failed */
     pthread_mutex_lock(&L->lock);
     ppl_retire(r, L, upto);
     L->busy = false;
@@ -247,9 +261,10 @@ static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     pthread_mutex_lock(&L->lock);
     if (sc.next > L->next_seq)
         L->next_seq = sc.next;
-    uint64_t retired = L->next_seq;
+    uint64_t retired = L->next_seq, upto[RK_MAX_MEMBERS] = {0};
+    upto[slot] = retired;
     pthread_mutex_unlock(&L->lock);
-    int ret = r5_ppl_write_head(r, L, slot, retired);
+    int ret = r5_ppl_write_heads(r, L, upto) ? -EIO : 0;
     pthread_mutex_lock(&L->lock);
     struct ppl_ring *m = &L->m[slot];
     m->dev = ret ? NULL : dev;
@@ -257,6 +272,8 @@ static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     m->head = m->first = m->count = 0;
     L->busy = false;
     ppl_wake(L);
+    if (m->waiters) /* their entries on this ring are gone (r5_ppl_commit) */
+        pthread_cond_broadcast(&m->cond);
     return ret;
 }
 
@@ -388,131 +405,6 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
     pthread_mutex_unlock(&L->lock);
 }
 
-/* The entry of seq in ring m (it is live: its writer has not completed it). */
-static struct ppl_ent *ring_ent(const struct r5_ppl *L, struct ppl_ring *m, uint64_t seq)
-{
-    for (uint32_t k = 0; k < m->count; k++) {
-        struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
-        if (e->seq == seq)
-            return e;
-    }
-    return NULL;
-}
-
-/* The longest run of READY entries of ring m around queue index i that sit back to back in the
- * ring (a wrap ends a run): queue indexes [*lo, *hi). */
-static void ring_run(const struct r5_ppl *L, const struct ppl_ring *m, uint32_t i, uint32_t *lo,
-                     uint32_t *hi)
-{
-    *lo = i;
-    *hi = i + 1;
-    while (*lo > 0) {
-        const struct ppl_ent *a = &m->q[(m->first + *lo - 1) % L->cap];
-        const struct ppl_ent *b = &m->q[(m->first + *lo) % L->cap];
-        if (a->ws != PPL_READY || a->pos + a->size != b->pos)
-            break;
-        (*lo)--;
-    }
-    while (*hi < m->count) {
-        const struct ppl_ent *a = &m->q[(m->first + *hi - 1) % L->cap];
-        const struct ppl_ent *b = &m->q[(m->first + *hi) % L->cap];
-        if (b->ws != PPL_READY || a->pos + a->size != b->pos)
-            break;
-        (*hi)++;
-    }
-}
-
-/* A ring whose log writes take at least this long groups: a writer waits for the write in
- * flight and the entries that queued meanwhile go out together. Faster rings (memory-backed
- * members: a 8 KiB write is ~2 us, a wait and wake-up costs more) never wait. */
-#define PPL_GROUP_NS 50000u
-
-static uint64_t ppl_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/*
- * Group commit (md's io_unit, without a format change: each entry keeps its own header): make
- * the entries of seq on slots[0..n-1] (encoded in their rings' stage, state READY) durable. The
- * thread that finds its entry READY writes the whole run of READY entries around it, back to
- * back in the ring, as one FUA member write, for every writer in the run. On a ring whose log
- * writes are slow (PPL_GROUP_NS) it first waits for the write in flight, so the entries that
- * arrive during one log write share the next one; on a fast ring it writes at once. Returns the
- * slot mask whose log write failed (each such slot is failed by the thread that wrote the run).
- */
-static uint32_t ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
-                           uint64_t seq)
-{
-    uint32_t failed = 0;
-    pthread_mutex_lock(&L->lock);
-    for (;;) {
-        struct rk_io io[RK_MAX_MEMBERS];
-        uint32_t run_slot[RK_MAX_MEMBERS];
-        int nio = 0, pending = 0;
-        for (int i = 0; i < n; i++) {
-            struct ppl_ring *m = &L->m[slots[i]];
-            struct ppl_ent *e = ring_ent(L, m, seq);
-            if (!e || e->ws == PPL_DURABLE) {
-                /* gone: the ring was adopted by a member added since (this slot had failed) */
-                failed |= !e || e->result ? 1u << slots[i] : 0;
-                continue;
-            }
-            pending++;
-            if (e->ws != PPL_READY || (m->writing && m->lat_ns >= PPL_GROUP_NS))
-                continue;
-            uint32_t idx = 0, lo, hi;
-            while (&m->q[(m->first + idx) % L->cap] != e)
-                idx++;
-            ring_run(L, m, idx, &lo, &hi);
-            const struct ppl_ent *f = &m->q[(m->first + lo) % L->cap];
-            const struct ppl_ent *t = &m->q[(m->first + hi - 1) % L->cap];
-            for (uint32_t k = lo; k < hi; k++) {
-                m->q[(m->first + k) % L->cap].ws = PPL_WRITING;
-                m->q[(m->first + k) % L->cap].run = seq;
-            }
-            m->writing++;
-            rk_io_init(&io[nio], r->members[slots[i]], RK_OP_WRITE, m->stage + f->pos,
-                       t->pos + t->size - f->pos, L->off + RK_PPL_BLOCK + f->pos, RK_WRITE_FUA);
-            run_slot[nio++] = slots[i];
-        }
-        if (!pending)
-            break;
-        if (!nio) {
-            ppl_wait(L);
-            continue;
-        }
-        pthread_mutex_unlock(&L->lock);
-        uint64_t t0 = ppl_now_ns();
-        struct rk_io_batch b;
-        rk_io_batch_init(&b);
-        if (rk_io_run(&b, io, nio))
-            for (int i = 0; i < nio; i++)
-                if (io[i].result)
-                    raid_fail(r, run_slot[i], io[i].result);
-        rk_io_batch_destroy(&b);
-        uint64_t dt = ppl_now_ns() - t0;
-        pthread_mutex_lock(&L->lock);
-        for (int i = 0; i < nio; i++) {
-            struct ppl_ring *m = &L->m[run_slot[i]];
-            for (uint32_t k = 0; k < m->count; k++) {
-                struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
-                if (e->ws == PPL_WRITING && e->run == seq) {
-                    e->ws = PPL_DURABLE;
-                    e->result = io[i].result;
-                }
-            }
-            m->writing--;
-            m->lat_ns = (7 * m->lat_ns + dt) / 8;
-        }
-        ppl_wake(L);
-    }
-    pthread_mutex_unlock(&L->lock);
-    return failed;
-}
-
 /* The partial parities of window w: the new parity (already in q's P and Q buffers) minus the
  * new data of every touched range, PP into pp and (np == 2) PQ into pq. */
 static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w,
@@ -539,7 +431,7 @@ static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r
 /*
  * Each parity member gets the entry of its own parity: P's member PP (RK_PPL_HAS_P), Q's member
  * PQ (RK_PPL_HAS_Q), with the same seq, encoded in place in the rings' stage buffers and made
- * durable by ppl_commit (possibly in one member write with other writers' entries).
+ * durable by r5_ppl_commit (possibly in one member write with other writers' entries).
  */
 int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w, uint32_t touched,
                uint32_t pwrite, struct r5_ppl_tok *tok)
@@ -578,7 +470,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         return 0;
     tok->seq = e.seq;
     tok->n = (int)nt;
-    /* The ranges we reserved are ours alone until ppl_commit marks them READY. */
+    /* The ranges we reserved are ours alone until r5_ppl_commit marks them READY. */
     char *buf[2] = {NULL, NULL}, *pp = NULL, *pq = NULL;
     for (uint32_t i = 0; i < nt; i++) {
         buf[i] = L->m[tok->slot[i]].stage + pos[i];
@@ -596,13 +488,13 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     }
     pthread_mutex_lock(&L->lock);
     for (uint32_t i = 0; i < nt; i++) {
-        struct ppl_ent *x = ring_ent(L, &L->m[tok->slot[i]], e.seq);
-        if (x) /* NULL: adopted meanwhile (ppl_commit reports the slot failed) */
+        struct ppl_ent *x = r5_ppl_ring_ent(L, &L->m[tok->slot[i]], e.seq);
+        if (x) /* NULL: adopted meanwhile (r5_ppl_commit reports the slot failed) */
             x->ws = PPL_READY;
     }
     pthread_mutex_unlock(&L->lock);
     /* A parity member that cannot take its log entry is failed: its parity is not written. */
-    if (!ppl_commit(r, L, tok->slot, (int)nt, e.seq))
+    if (!r5_ppl_commit(r, L, tok->slot, (int)nt, e.seq))
         return 0;
     return r5_alive(r) ? 0 : -EIO;
 }
@@ -648,12 +540,12 @@ int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_pp
     }
     pthread_mutex_lock(&L->lock);
     for (int i = 0; i < nt; i++) {
-        struct ppl_ent *x = ring_ent(L, &L->m[tok->slot[i]], e.seq);
+        struct ppl_ent *x = r5_ppl_ring_ent(L, &L->m[tok->slot[i]], e.seq);
         if (x)
             x->ws = PPL_READY;
     }
     pthread_mutex_unlock(&L->lock);
-    if (!ppl_commit(r, L, tok->slot, nt, e.seq))
+    if (!r5_ppl_commit(r, L, tok->slot, nt, e.seq))
         return 0;
     return r5_alive(r) ? 0 : -EIO;
 }

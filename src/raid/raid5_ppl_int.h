@@ -13,7 +13,7 @@
 #include "raid/raid5_int.h"
 #include "raid/raid5_ppl.h"
 
-/* Where an entry's log write stands (group commit, ppl_commit). */
+/* Where an entry's log write stands (group commit, r5_ppl_commit). */
 enum ppl_wstate { PPL_FILLING, PPL_READY, PPL_WRITING, PPL_DURABLE };
 
 struct ppl_ent {
@@ -27,28 +27,30 @@ struct ppl_ent {
 
 /* One member's ring: live entries [first, first + count) of q (circular, cap entries). Entries
  * are encoded in place in stage (the ring's image, ring bytes), so that adjacent entries of
- * concurrent writers go out as one member write (ppl_commit). */
+ * concurrent writers go out as one member write (r5_ppl_commit). */
 struct ppl_ring {
     struct rk_dev *dev; /* member whose head this session wrote; other: adopt it first */
     uint64_t head;      /* next free position (ring bytes) */
     uint64_t retired;   /* the durable retirement point (head block) */
     uint32_t first, count;
-    unsigned writing; /* log writes of this ring in flight */
-    uint64_t lat_ns;  /* moving mean duration of its log writes (group commit decides by it) */
+    unsigned writing;    /* log writes of this ring in flight */
+    uint64_t lat_ns;     /* moving mean duration of its log writes (group commit decides by it) */
+    pthread_cond_t cond; /* a log write of this ring ended, or the ring was adopted */
+    int waiters;         /* threads waiting on cond (r5_ppl_commit) */
     struct ppl_ent *q;
     char *stage;
 };
 
 struct r5_ppl {
     pthread_mutex_t lock;         /* everything below; never held across I/O */
-    pthread_cond_t cond;          /* an entry completed, or a reclaim ended */
+    pthread_cond_t cond;          /* an entry completed, or a reclaim or adoption ended */
     bool on;                      /* started (rk_raid_log_start); off: writes log nothing */
     bool busy;                    /* one thread reclaims or adopts (outside the lock) */
     int waiters;                  /* threads in ppl_wait */
     uint64_t id, off, size, ring; /* generation, member offset and bytes of the region, ring */
     uint32_t cap;
     uint64_t next_seq;
-    char *hbuf; /* head block of the thread that is busy */
+    char *hbuf; /* head blocks of the busy thread: slot s at s * RK_PPL_BLOCK */
     bool hash;  /* partial entries carry digests of the new data (RAIDKIT_PPL_HASH, default on) */
     uint8_t key[RK_PPL_KEY_BYTES]; /* the log key, written in every head (r5_ppl_start) */
     struct ppl_ring m[RK_MAX_MEMBERS];
@@ -114,13 +116,33 @@ bool ppl_prove_older(struct r5_req *q, const struct r5_geo *g, const struct ppl_
 bool ppl_prove_rebuild(struct r5_req *q, const struct r5_geo *g, const struct ppl_ctx *c,
                        uint32_t rd, uint32_t s, uint32_t t);
 
-/* Write slot's head block with retirement point retired (FUA). Caller is the busy thread (or
- * the only one: start) and holds no lock. Returns 0 or -errno (the slot is failed). */
-int r5_ppl_write_head(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, uint64_t retired);
+/* Write the head block of every slot s with upto[s] != 0, retirement point upto[s], as FUA
+ * writes in parallel (one batch). Caller is the busy thread (or the only one: start) and holds
+ * no lock. A slot whose write fails is failed and its upto[s] set to 0. Returns the number of
+ * failed writes. */
+int r5_ppl_write_heads(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto);
 
 /* Read slot's log region and collect into sc its valid entries newer than its head's retirement
  * point (sc->buf[slot] keeps the region image; caller frees it and sc->f). Untrusted blocks are
  * logged and ignored. Holds no lock. */
 void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc);
+
+/* raid5_ppl_commit.c. The entry of seq in ring m, or NULL (it is live while its writer has not
+ * completed it; gone when the ring was adopted meanwhile). Lock held. */
+struct ppl_ent *r5_ppl_ring_ent(const struct r5_ppl *L, struct ppl_ring *m, uint64_t seq);
+
+/*
+ * Group commit (md's io_unit, without a format change: each entry keeps its own header): make
+ * the entries of seq on slots[0..n-1] (encoded in their rings' stage, state READY) durable. The
+ * thread that finds its entry READY writes the whole run of READY entries around it, back to
+ * back in the ring, as one FUA member write, for every writer in the run. On a ring whose log
+ * writes are slow (PPL_GROUP_NS) it first waits for the write in flight, so the entries that
+ * arrive during one log write share the next one; on a fast ring it writes at once. A writer
+ * waits on the cond of one ring its entry waits on, woken only by that ring's log writes. Lock
+ * not held. Returns the slot mask whose log write failed (each such slot is failed by the
+ * thread that wrote the run).
+ */
+uint32_t r5_ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t *slots, int n,
+                       uint64_t seq);
 
 #endif

@@ -513,19 +513,20 @@ int r5_ppl_start(struct raid_priv *r, int mode)
      * the first new entry). */
     int ret = 0;
     uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE);
+    uint64_t upto[RK_MAX_MEMBERS] = {0};
     L->next_seq = sc.next;
     L->busy = true;
     for (uint32_t s = 0; s < r->l.g.members; s++) {
         struct ppl_ring *m = &L->m[s];
         m->head = m->first = m->count = 0;
         m->retired = sc.next;
-        if (!(wr & (1u << s)))
-            continue;
-        if (r5_ppl_write_head(r, L, s, sc.next))
-            ret = r5_alive(r) ? ret : -EIO;
-        else
-            m->dev = r->members[s];
+        upto[s] = (wr & (1u << s)) ? sc.next : 0;
     }
+    if (r5_ppl_write_heads(r, L, upto) && !r5_alive(r))
+        ret = -EIO;
+    for (uint32_t s = 0; s < r->l.g.members; s++)
+        if (upto[s])
+            L->m[s].dev = r->members[s];
     L->busy = false;
     L->on = true;
     for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)

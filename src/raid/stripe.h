@@ -30,7 +30,11 @@ void stripe_unlock_range(struct stripe_locks *sl, uint64_t first, uint64_t count
  * waits while the pool is empty; a thread holds at most one buffer at a time, so waiting cannot
  * deadlock.
  */
-#define STRIPE_POOL_MAX 16
+/* At least the default worker threads (32) plus the jobs: on slow members (SSD, HDD) a queue of
+ * small writes is then bounded by the members, not by buffers (16 capped raid5 4K random writes
+ * at qd 32 on emulated SSDs at 16 in flight). The 64 MiB budget (R5_POOL_BYTES) bounds the
+ * memory. */
+#define STRIPE_POOL_MAX 64
 
 struct stripe_pool {
     pthread_mutex_t lock;
