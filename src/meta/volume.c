@@ -301,6 +301,11 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
                    a->uuid);
         return -EUCLEAN;
     }
+    if (unsynced && a->nout > 0 && hole && !v->log_closes_hole)
+        rk_warn("array %s started dirty and degraded with --force: parity may be stale (write "
+                "hole), so a chunk of a missing member in a stripe written at the crash may read "
+                "as garbage; scrub after the missing member is back",
+                a->uuid);
     v->was_dirty = v->sb.dirty == RK_SB_DIRTY;
     if (v->was_dirty)
         rk_warn("array %s was not shut down cleanly (superblock dirty)", a->uuid);

@@ -4,7 +4,8 @@
 # m2 (its parity member) loses power before the parity write. Remove m1 and start m0 + m2
 # dirty and degraded WITHOUT --force: the log is replayed, [64K, 128K) reads gen 1, offset 0
 # reads all gen 1 or all gen 2. With all 3 back after the same cut, scrub reports 0. An array
-# created with --write-hole none still refuses that start without --force.
+# created with --write-hole none still refuses that start without --force, and with --force
+# starts with a warning.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/common.sh"
 rk_init
 rk_need_libnbd
@@ -33,4 +34,9 @@ wh_setup raid5 3 --write-hole none
 wh_cut 0 --debug-fault 2:cut-after=1,on-cut=hang
 mv "${M[1]}" "$T/m1.away"
 rk_serve_refused "write hole" --degraded "${M[0]}" "${M[2]}" >/dev/null
+# With --force it starts, and says what it accepted.
+rk_serve --degraded --force "${M[0]}" "${M[2]}"
+grep -q "started dirty and degraded with --force: parity may be stale" "$RK_LOG" ||
+    rk_fail "a forced dirty degraded start gave no warning: $(cat "$RK_LOG")"
+rk_stop
 echo PASS
