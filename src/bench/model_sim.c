@@ -244,13 +244,20 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
         s.ww[i] = (double)(b->w[i] - a->w[i]);
         double wbi = (double)(b->wb[i] - a->wb[i]);
         if (split) {
-            s.fw[i] = fmin(s.ww[i], (double)(b->fw[i] - a->fw[i]));
+            double fwi = fmin(s.ww[i], (double)(b->fw[i] - a->fw[i]));
             double fbi = fmin(wbi, (double)(b->fwb[i] - a->fwb[i]));
-            s.ww[i] -= s.fw[i];
+            double fli = (double)(b->fl[i] - a->fl[i]);
+            s.ww[i] -= fwi;
             wbi -= fbi;
-            nf += s.fw[i];
+            /* Each member flush of a log reclaim is followed by a FUA head write there: those
+             * run in the reclaim's own phase (sim_hdd_step), not among the requests' entries. */
+            double heads = fmin(fwi, fli);
+            fwi -= heads;
+            fbi = fmax(0, fbi - heads * SIM_HEAD_BYTES);
+            s.fw[i] = fwi;
+            nf += fwi;
             fb += fbi;
-            nfl += (double)(b->fl[i] - a->fl[i]);
+            nfl += fli;
         }
         nr += s.rw[i];
         nw += s.ww[i];

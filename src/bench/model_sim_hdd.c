@@ -214,43 +214,40 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
 {
     int mem[2 * RK_MAX_MEMBERS];
     sl->ready = false;
-    if (sl->phase == 1 && sl->reclaim) {
+    /* A log reclaim runs in r5_ppl_done, after the request's own writes: it flushes every
+     * member at once, then writes every member's head block (FUA) at once, and the request
+     * completes after that. The other writers go on meanwhile (a reclaim starts at half a
+     * ring, so their entries fit); one reclaim at a time (ppl_reclaim's busy: a request that
+     * finds one running skips its own). */
+    if (sl->phase == 3 && sl->reclaim) {
         sl->reclaim = false;
-        if (!s->reclaimer) { /* one reclaim at a time (ppl_reclaim's busy) */
+        if (!s->reclaimer) {
             s->reclaimer = sl;
             sl->phase = 4;
             sl->fj = 0;
         }
     }
-    if (sl->phase == 4 && sl->fj == 0) { /* ppl_reclaim_work flushes every member at once */
-        struct emul_hreq r = {.dir = EMUL_DIR_WRITE, .kind = EMUL_H_BARRIER};
-        sl->fj = 1;
+    if (sl->phase == 4 && sl->fj < 2) {
+        struct emul_hreq r = {.off = s->mbase,
+                              .len = SIM_HEAD_BYTES,
+                              .dir = EMUL_DIR_WRITE,
+                              .kind = sl->fj == 0 ? EMUL_H_BARRIER : EMUL_H_IO};
+        bool fua = sl->fj++ == 1;
         sl->nops = s->n;
         sl->t = s->now;
         for (int m = 0; m < s->n; m++)
-            if (emul_hq_add(&s->m[m], &s->hq[m], &r, false, sl, s->now, sim_hdd_done, s))
+            if (emul_hq_add(&s->m[m], &s->hq[m], &r, fua, sl, s->now, sim_hdd_done, s))
                 sim_hdd_done(s, sl);
         return false;
     }
-    if (sl->phase == 4 && s->reclaimer == sl) { /* space again: the waiting writers go on */
-        s->reclaimer = NULL;
-        for (int i = 0; i < s->depth; i++)
-            if (s->slot[i].parked) {
-                s->slot[i].parked = false;
-                s->slot[i].ready = true;
-                s->slot[i].t = s->now;
-            }
-    }
-    if (sl->phase == 1 && sl->nf > 0 && s->reclaimer) { /* ppl_alloc waits for the space */
-        sl->parked = true;
-        return false;
-    }
-    if ((sl->phase == 1 || sl->phase == 4) && sl->nf > 0) {
+    if (sl->phase == 4)
+        s->reclaimer = NULL; /* its head writes are done: the request ends */
+    if (sl->phase == 1 && sl->nf > 0) {
         sl->phase = 2;
         sim_hdd_submit(s, sl, mem, sim_draw(s, s->fw, sl->nf, mem), EMUL_DIR_WRITE, true);
         return false;
     }
-    if (sl->phase != 0 && sl->phase != 3 && sl->nw > 0) {
+    if ((sl->phase == 1 || sl->phase == 2) && sl->nw > 0) {
         sl->phase = 3;
         sim_hdd_submit(s, sl, mem, sim_draw(s, s->ww, sl->nw, mem), EMUL_DIR_WRITE, false);
         return false;

@@ -11,19 +11,21 @@
 #include "raidkit/raid.h"
 
 #define SIM_MAX_DEPTH 256
-#define SIM_WARM      2000u  /* requests completed before the measured window opens */
-#define SIM_MEASURED  20000u /* requests in the measured window */
+/* Bytes of a partial parity log head block (RK_PPL_BLOCK): a reclaim writes one per member. */
+#define SIM_HEAD_BYTES 4096u
+#define SIM_WARM       2000u  /* requests completed before the measured window opens */
+#define SIM_MEASURED   20000u /* requests in the measured window */
 
 /* One outstanding client request: its current phase's member operations. */
 struct sim_slot {
     uint64_t t;   /* when the current phase ends (or the slot is free, at start) */
     int phase;    /* 0: new request next; 1: reads in flight; 2: HDD: FUA (metadata) writes in
-                   * flight; 3 (HDD; 2 on an SSD): writes in flight */
+                   * flight; 3 (HDD; 2 on an SSD): writes in flight; 4: HDD: its log
+                   * reclaim's member flushes in flight */
     int nw;       /* write operations of the request's last phase */
     int nf;       /* HDD: FUA writes of its phase 2 (bitmap and log writes, before the data) */
-    bool reclaim; /* HDD: a log reclaim first (phase 4): every member flushed at once */
-    int fj;       /* reclaim: 0 before its member flushes were sent, 1 after */
-    bool parked;  /* HDD: its log writes wait for the reclaim in progress (sim.reclaimer) */
+    bool reclaim; /* HDD: a log reclaim after its writes (phase 4): every member flushed */
+    int fj;       /* reclaim: 0 flushes to send, 1 flushes in flight, 2 head writes in flight */
     int nops;     /* member operations in flight */
     int mem[2 * RK_MAX_MEMBERS];
     uint64_t done[2 * RK_MAX_MEMBERS];

@@ -247,7 +247,7 @@ static uint64_t ring_used(const struct r5_ppl *L, const struct ppl_ring *m)
 /* Ring slot belongs to another member than the one this session set up (a member added since,
  * maybe one that was in the array before): seq numbers continue above every entry its log
  * holds, its head voids them all, and its ring starts empty. Lock held, not busy; returns with
- * it held. Returns 0, or the head write's -errno (the slot was failed; its ring stays
+ * it held. Returns 0, or -EIO when the head write failed (the slot was failed; its ring stays
  * unadopted). */
 static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
 {

@@ -4,7 +4,7 @@
  * flight, so on emulated SSDs raid5 4K random writes at qd 32 were capped at 16 and every extra
  * step of a write (the partial parity log's entry) cost throughput one for one.
  *
- * Each member read waits until every writer's read waits or 200 ms passed, and the most reads
+ * Each member read waits until every writer's read waits or 5 s passed, and the most reads
  * that waited at the same time is recorded. These members have no submit op, so a write's two
  * reads run one after the other and at most one read per write waits: 40 with enough buffers,
  * at most 16 with 16. */
@@ -35,7 +35,7 @@
 
 /* Shared by the members: the reads waiting now and the most that ever waited together. */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cv; /* on CLOCK_MONOTONIC (main) */
 static int waiting, most;
 static bool armed;
 
@@ -52,12 +52,8 @@ static int slow_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
         most = waiting > most ? waiting : most;
         pthread_cond_broadcast(&cv);
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 200 * 1000 * 1000;
-        if (until.tv_nsec >= 1000000000) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000;
-        }
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += 5; /* all of them arrive well before: the wait ends when they do */
         while (waiting < WRITERS && armed)
             if (pthread_cond_timedwait(&cv, &mu, &until))
                 break;
@@ -139,14 +135,14 @@ static void run(int level_log)
         w[i] = (struct writer){.raid = raid, .off = (uint64_t)i * SBYTES};
         assert_int_equal(pthread_create(&th[i], NULL, writer_main, &w[i]), 0);
     }
-    for (int i = 0; i < WRITERS; i++) {
+    for (int i = 0; i < WRITERS; i++)
         pthread_join(th[i], NULL);
-        assert_int_equal(w[i].ret, 0);
-    }
     pthread_mutex_lock(&mu);
     armed = false;
     int seen = most;
     pthread_mutex_unlock(&mu);
+    for (int i = 0; i < WRITERS; i++)
+        assert_int_equal(w[i].ret, 0);
     print_message("most member reads waiting together: %d of %d\n", seen, WRITERS);
     assert_true(seen >= 32); /* as many writes in flight as the default worker threads */
     uint8_t *got = rk_buf_alloc(4096), *want = rk_buf_alloc(4096);
@@ -178,6 +174,11 @@ static void test_queue_depth_ppl(void **state)
 int main(void)
 {
     rk_log_set_level(RK_LOG_ERROR);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&cv, &ca);
+    pthread_condattr_destroy(&ca);
     /* Small writes go to the members at once (no gathering hold). */
     setenv("RAIDKIT_RAID5_GATHER_US", "0", 1);
     const struct CMUnitTest tests[] = {
