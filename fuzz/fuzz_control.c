@@ -13,7 +13,7 @@
 #include "ctl/control.h"
 #include "raidkit/volume.h"
 
-static char fz_dir[64], fz_m[2][96], fz_new[96];
+static char fz_dir[128], fz_m[2][160], fz_new[160];
 static struct rk_volume *fz_vol;
 static unsigned fz_runs;
 
@@ -40,7 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!fz_dir[0]) {
         rk_log_set_level(RK_LOG_ERROR);
-        snprintf(fz_dir, sizeof(fz_dir), "/tmp/rk-fuzzctl-XXXXXX");
+        /* Under TMPDIR (fuzz/run.sh points it into its work directory, removed when it ends). */
+        const char *tmp = getenv("TMPDIR");
+        snprintf(fz_dir, sizeof(fz_dir), "%s/rk-fuzzctl-XXXXXX",
+                 tmp && *tmp && strlen(tmp) < 80 ? tmp : "/tmp");
         if (!mkdtemp(fz_dir))
             abort();
         for (int i = 0; i < 2; i++)

@@ -35,7 +35,10 @@ static void fz_server_start(void)
         return;
     signal(SIGPIPE, SIG_IGN);
     rk_log_set_level(RK_LOG_ERROR);
-    char dir[] = "/tmp/rk-fuzz-XXXXXX";
+    /* Under TMPDIR (fuzz/run.sh points it into its work directory, removed when it ends). */
+    const char *tmp = getenv("TMPDIR");
+    char dir[104]; /* + "/s": a unix socket path (108 bytes at most) */
+    snprintf(dir, sizeof(dir), "%s/rk-fuzz-XXXXXX", tmp && *tmp && strlen(tmp) < 80 ? tmp : "/tmp");
     if (!mkdtemp(dir))
         abort();
     snprintf(fz_addr.sun_path, sizeof(fz_addr.sun_path), "%s/s", dir);

@@ -28,7 +28,7 @@ corpus=${OUT:-$work/corpus}
 mkdir -p "$corpus" "$FB/crashes"
 cp "$SRC/corpus/$NAME"/* "$corpus/" 2>/dev/null
 echo "fuzz $NAME: ${SECS}s over $(ls "$corpus" | wc -l) seed inputs" >&2
-ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+TMPDIR=$work ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$FB/$NAME" -max_total_time="$SECS" -max_len=65536 -timeout=20 -rss_limit_mb=1024 \
     -artifact_prefix="$FB/crashes/$NAME-" -print_final_stats=1 "$corpus" >"$work/log" 2>&1
 rc=$?
