@@ -13,6 +13,8 @@
 #include "ctl/control.h"
 #include "raidkit/volume.h"
 
+#include "fuzz_tmp.h"
+
 static char fz_dir[128], fz_m[2][160], fz_new[160];
 static struct rk_volume *fz_vol;
 static unsigned fz_runs;
@@ -40,12 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!fz_dir[0]) {
         rk_log_set_level(RK_LOG_ERROR);
-        /* Under TMPDIR (fuzz/run.sh points it into its work directory, removed when it ends). */
-        const char *tmp = getenv("TMPDIR");
-        snprintf(fz_dir, sizeof(fz_dir), "%s/rk-fuzzctl-XXXXXX",
-                 tmp && *tmp && strlen(tmp) < 80 ? tmp : "/tmp");
-        if (!mkdtemp(fz_dir))
-            abort();
+        fz_tempdir(fz_dir, sizeof(fz_dir), "rk-fuzzctl");
         for (int i = 0; i < 2; i++)
             snprintf(fz_m[i], sizeof(fz_m[i]), "%s/m%d", fz_dir, i);
         snprintf(fz_new, sizeof(fz_new), "%s/new", fz_dir);

@@ -19,6 +19,8 @@
 #include "raidkit/device.h"
 #include "raidkit/nbd.h"
 
+#include "fuzz_tmp.h"
+
 static struct sockaddr_un fz_addr = {.sun_family = AF_UNIX};
 
 static void *fz_server_thread(void *arg)
@@ -35,12 +37,8 @@ static void fz_server_start(void)
         return;
     signal(SIGPIPE, SIG_IGN);
     rk_log_set_level(RK_LOG_ERROR);
-    /* Under TMPDIR (fuzz/run.sh points it into its work directory, removed when it ends). */
-    const char *tmp = getenv("TMPDIR");
     char dir[104]; /* + "/s": a unix socket path (108 bytes at most) */
-    snprintf(dir, sizeof(dir), "%s/rk-fuzz-XXXXXX", tmp && *tmp && strlen(tmp) < 80 ? tmp : "/tmp");
-    if (!mkdtemp(dir))
-        abort();
+    fz_tempdir(dir, sizeof(dir), "rk-fuzz");
     snprintf(fz_addr.sun_path, sizeof(fz_addr.sun_path), "%s/s", dir);
     char listen[128];
     snprintf(listen, sizeof(listen), "unix:%s", fz_addr.sun_path);

@@ -253,7 +253,7 @@ double run_model_sim(const struct run_sim_in *in, const struct run_counts *a,
              * run in the reclaim's own phase (sim_hdd_step), not among the requests' entries. */
             double heads = fmin(fwi, fli);
             fwi -= heads;
-            fbi = fmax(0, fbi - heads * SIM_HEAD_BYTES);
+            fbi = fmax(0, fbi - heads * RK_PPL_BLOCK);
             s.fw[i] = fwi;
             nf += fwi;
             fb += fbi;

@@ -229,7 +229,7 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
     }
     if (sl->phase == 4 && sl->fj < 2) {
         struct emul_hreq r = {.off = s->mbase,
-                              .len = SIM_HEAD_BYTES,
+                              .len = RK_PPL_BLOCK,
                               .dir = EMUL_DIR_WRITE,
                               .kind = sl->fj == 0 ? EMUL_H_BARRIER : EMUL_H_IO};
         bool fua = sl->fj++ == 1;

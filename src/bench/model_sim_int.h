@@ -8,13 +8,12 @@
 
 #include "bench/run.h"
 #include "member/emul_model.h"
+#include "raid/raid5_ppl.h"
 #include "raidkit/raid.h"
 
 #define SIM_MAX_DEPTH 256
-/* Bytes of a partial parity log head block (RK_PPL_BLOCK): a reclaim writes one per member. */
-#define SIM_HEAD_BYTES 4096u
-#define SIM_WARM       2000u  /* requests completed before the measured window opens */
-#define SIM_MEASURED   20000u /* requests in the measured window */
+#define SIM_WARM      2000u  /* requests completed before the measured window opens */
+#define SIM_MEASURED  20000u /* requests in the measured window */
 
 /* One outstanding client request: its current phase's member operations. */
 struct sim_slot {

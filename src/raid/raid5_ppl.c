@@ -272,8 +272,7 @@ static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     m->head = m->first = m->count = 0;
     L->busy = false;
     ppl_wake(L);
-    if (m->waiters) /* their entries on this ring are gone (r5_ppl_commit) */
-        pthread_cond_broadcast(&m->cond);
+    ppl_ring_wake(m); /* their entries on this ring are gone */
     return ret;
 }
 

@@ -125,8 +125,7 @@ uint32_t r5_ppl_commit(struct raid_priv *r, struct r5_ppl *L, const uint32_t *sl
             }
             m->writing--;
             m->lat_ns = (7 * m->lat_ns + dt) / 8;
-            if (m->waiters)
-                pthread_cond_broadcast(&m->cond);
+            ppl_ring_wake(m);
         }
     }
     pthread_mutex_unlock(&L->lock);

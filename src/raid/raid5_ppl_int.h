@@ -127,6 +127,13 @@ int r5_ppl_write_heads(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto);
  * logged and ignored. Holds no lock. */
 void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc);
 
+/* Wake the writers waiting for a log write of ring m (r5_ppl_commit), if any. Lock held. */
+static inline void ppl_ring_wake(struct ppl_ring *m)
+{
+    if (m->waiters)
+        pthread_cond_broadcast(&m->cond);
+}
+
 /* raid5_ppl_commit.c. The entry of seq in ring m, or NULL (it is live while its writer has not
  * completed it; gone when the ring was adopted meanwhile). Lock held. */
 struct ppl_ent *r5_ppl_ring_ent(const struct r5_ppl *L, struct ppl_ring *m, uint64_t seq);
