@@ -22,6 +22,9 @@ int wl_init(struct wl *w, uint64_t nblocks, uint64_t seed, uint64_t max_ops)
     pthread_mutex_init(&w->mu, NULL);
     w->nblocks = nblocks;
     w->max_ops = max_ops;
+    w->stream = seed & 1;
+    uint64_t rows = nblocks / WL_STREAM_BLOCKS;
+    w->next = rows ? (seed * 0x9e3779b97f4a7c15ull >> 17) % rows * WL_STREAM_BLOCKS : 0;
     /* The key: BLAKE2b of the seed, so a replayed seed writes the same stamps. */
     struct blake2b s;
     blake2b_init(&s, STAMP_KEY, NULL, 0, "rk-torture-key", 14);
@@ -80,8 +83,14 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
             return true;
         }
         op->fua = p >= 8 && p < 22;
-        op->n = 1 + (uint32_t)((r >> 8) % WL_MAX_BLOCKS);
-        op->start = (r >> 16) % w->nblocks;
+        /* In a stream cycle, a quarter of the writes continue one sequential stream of whole
+         * stripes (full-stripe writes, the partial parity log's windows); the rest land
+         * anywhere. */
+        bool stream = w->stream && p >= 22 && p < 47;
+        op->n = stream ? WL_STREAM_BLOCKS : 1 + (uint32_t)((r >> 8) % WL_RAND_BLOCKS);
+        op->start = stream ? w->next : (r >> 16) % w->nblocks;
+        if (stream && op->start + op->n > w->nblocks)
+            op->start = 0;
         if (op->start + op->n > w->nblocks)
             op->n = (uint32_t)(w->nblocks - op->start);
         bool free_range = true;
@@ -90,6 +99,8 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
         if (free_range) {
             memset(w->busy + op->start, 1, op->n);
             op->g = ++w->gen;
+            if (stream)
+                w->next = op->start + op->n;
             for (uint32_t i = 0; i < op->n; i++)
                 w->issued[op->start + i] = op->g;
             w->ops++;

@@ -13,7 +13,9 @@
 #include "raidkit/device.h"
 #include "stamp.h"
 
-#define WL_MAX_BLOCKS 8u /* blocks per write, 1..8 */
+#define WL_RAND_BLOCKS   8u  /* blocks per random write, 1..8 */
+#define WL_STREAM_BLOCKS 12u /* blocks per write of the sequential stream (a 48 KiB stripe) */
+#define WL_MAX_BLOCKS    12u /* blocks per write at most */
 
 enum wl_src { WL_SRC_NONE = 0, WL_SRC_FLUSH, WL_SRC_FUA };
 
@@ -31,6 +33,9 @@ struct wl {
     uint32_t *issued;  /* newest generation sent to each block (acknowledged or not), 0 = none */
     bool flushing;     /* one FLUSH in flight at most */
     uint32_t gen;      /* last generation handed out */
+    uint64_t next;     /* where the sequential stream's next write starts (block index) */
+    bool stream;       /* this cycle has the stream (odd seeds: the others keep more of the
+                        * dirty + degraded starts provable, a whole-stripe entry never is) */
     _Atomic bool stop; /* a request failed (the cut): issue nothing more */
     uint64_t max_ops;  /* safety bound on requests per cycle */
     /* The MAC of every stamp written, by (block, generation): open addressing, under mu; lets

@@ -267,6 +267,7 @@ struct r5_ppl_tok {
     uint64_t seq;
     int n; /* 0: nothing logged */
     uint32_t slot[RK_MAX_MEMBERS];
+    int win; /* > 0: the entry is log window win - 1's (r5_ppl_log_stream), held until done */
 };
 
 /* Set up p's log when r's geometry has one (p->wstep is set either way). The log stays off
@@ -299,6 +300,19 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
  * array was lost. Caller holds the stripe locks of the rows and q a buffer.
  */
 int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_ppl_tok *tok);
+/*
+ * The same step for a run of full-stripe writes [row, row + count) of a write request
+ * (raid5_ppl_full.c): a run that continues a recent one (a sequential stream) logs one entry for
+ * a log window of rows ahead of it (at least count, up to PPL_WIN_BYTES of array data, inside
+ * the array), and the stream's following runs inside that window log nothing: they only wait
+ * until its entry is durable. Any other entry of a row (a partial-stripe write, zeroing) cuts
+ * the row out of every window first, so per row the log's seq order stays the order of the
+ * writes. A window closes at every member flush, at a reclaim and when its stream leaves it;
+ * its entry is complete once it is closed and no write under it is in flight. Otherwise as
+ * r5_ppl_log_full. Returns 0 (tok set, tok->win the window or 0; release with r5_ppl_done) or
+ * -EIO when the array was lost. Caller holds the stripe locks of the rows and q a buffer.
+ */
+int r5_ppl_log_stream(struct r5_req *q, uint64_t row, uint64_t count, struct r5_ppl_tok *tok);
 /* Flush hooks (raid_level.flush_begin / flush_end): before the member flush of a FLUSH request,
  * note per ring the first entry whose stripe write is not complete (mark, RK_MAX_MEMBERS
  * entries); after that flush succeeded, every entry below its ring's mark is durable: retire

@@ -32,18 +32,12 @@
 #include "raid/raid5_ppl.h"
 #include "raid/raid5_ppl_int.h"
 
-/* Wait for cond (lock held) / wake the waiters, if any (lock held). */
+/* Wait for cond (lock held). */
 static void ppl_wait(struct r5_ppl *L)
 {
     L->waiters++;
     pthread_cond_wait(&L->cond, &L->lock);
     L->waiters--;
-}
-
-static void ppl_wake(struct r5_ppl *L)
-{
-    if (L->waiters)
-        pthread_cond_broadcast(&L->cond);
 }
 
 int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
@@ -75,6 +69,8 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
     L->next_seq = 1;
     const char *env = getenv("RAIDKIT_PPL_HASH");
     L->hash = !(env && strcmp(env, "0") == 0);
+    env = getenv("RAIDKIT_PPL_WINDOW");
+    L->win_on = !(env && strcmp(env, "0") == 0);
     if (sodium_init() < 0) {
         rk_err("raid: libsodium cannot start; partial parity log entries carry no digests");
         L->hash = false;
@@ -94,6 +90,8 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p)
     step = step < RK_PPL_BLOCK ? RK_PPL_BLOCK : step;
     if (step < p->wstep)
         p->wstep = step;
+    uint64_t sbytes = g->chunk * (g->members - np);
+    L->win_rows = PPL_WIN_BYTES / sbytes > g->members ? PPL_WIN_BYTES / sbytes : g->members;
     return 0;
 }
 
@@ -209,6 +207,8 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
     uint64_t upto[RK_MAX_MEMBERS];
     uint32_t n = r->l.g.members;
     L->busy = true;
+    ppl_win_close_all(L); /* their entries complete once their writes are done */
+    L->win_made = 0;
     for (uint32_t s = 0; s < n; s++)
         upto[s] = ring_first_open(L, &L->m[s]);
     pthread_mutex_unlock(&L->lock);
@@ -226,6 +226,7 @@ static void ppl_reclaim_work(struct raid_priv *r, struct r5_ppl *L)
  * can never drain, so the writer must fail instead of retrying forever. */
 static int ppl_reclaim(struct raid_priv *r, struct r5_ppl *L, const struct ppl_ring *blocked)
 {
+    ppl_win_close_all(L); /* an open window's entry would never complete */
     if (L->busy || (blocked->count && !blocked->q[blocked->first].done)) {
         ppl_wait(L);
         return 0;
@@ -289,8 +290,8 @@ static void ppl_drop_slot(uint32_t *slots, int *n, int i)
  * adoption failed, and that is no longer writable (it failed after the caller chose it, or by
  * its head write: its ring cannot be used, and the write skips its parity, r5w_commit) is
  * dropped from slots[] and *n instead. */
-static int ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
-                     uint64_t *seq, uint64_t *pos)
+int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
+                 uint64_t *seq, uint64_t *pos)
 {
     pthread_mutex_lock(&L->lock);
     for (int i = 0; i < *n;) {
@@ -374,15 +375,15 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
     if (!L || !tok->n)
         return;
     pthread_mutex_lock(&L->lock);
-    for (int i = 0; i < tok->n; i++) {
-        struct ppl_ring *m = &L->m[tok->slot[i]];
-        for (uint32_t k = 0; k < m->count; k++) {
-            struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
-            if (e->seq == tok->seq) {
-                e->done = true;
-                e->durable = fua;
-                break;
-            }
+    if (tok->win) { /* the window's entry completes when it closed and its last write ended */
+        ppl_win_put(L, &L->win[tok->win - 1]);
+        fua = false;
+    }
+    for (int i = 0; i < tok->n && !tok->win; i++) {
+        struct ppl_ent *e = r5_ppl_ring_ent(L, &L->m[tok->slot[i]], tok->seq);
+        if (e) {
+            e->done = true;
+            e->durable = fua;
         }
     }
     ppl_wake(L);
@@ -396,6 +397,12 @@ void r5_ppl_done(struct r5_req *q, const struct r5_ppl_tok *tok)
             reclaimed = true;
             break;
         }
+    }
+    /* Each window's entry makes the replay recompute its rows: a reclaim after PPL_WIN_RECLAIM
+     * windows bounds that work (it closes them; the next run opens a new one). */
+    if (!reclaimed && !L->busy && L->win_made >= PPL_WIN_RECLAIM) {
+        ppl_reclaim_work(q->r, L);
+        reclaimed = true;
     }
     /* A FUA write is durable at its reply: retire it (with the durable entries before it) at
      * once, so a replay never needs it. */
@@ -439,6 +446,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     struct raid_priv *r = q->r;
     uint32_t nt = 0, blk[2];
     tok->n = 0;
+    tok->win = 0;
     if (!L || !L->on || !touched)
         return 0;
     struct rk_ppl_entry e = {
@@ -458,9 +466,9 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     uint32_t hashed = r5_ppl_digests(L, w, touched, g->nd, &e);
     uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
     int na = (int)nt;
-    if (ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))
+    if (r5_ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))
         return -EIO; /* tok->n is 0: nothing to release */
-    /* A parity slot dropped by ppl_alloc (failed meanwhile): the rest keep their order. */
+    /* A parity slot dropped by r5_ppl_alloc (failed meanwhile): the rest keep their order. */
     for (uint32_t i = 0, j = 0; i < nt; i++)
         if (j < (uint32_t)na && tok->slot[j] == g->slot[blk[i]])
             blk[j++] = blk[i];
@@ -491,60 +499,10 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (x) /* NULL: adopted meanwhile (r5_ppl_commit reports the slot failed) */
             x->ws = PPL_READY;
     }
+    ppl_win_cut(L, g->row, 1); /* no older window may write this stripe after this entry */
     pthread_mutex_unlock(&L->lock);
     /* A parity member that cannot take its log entry is failed: its parity is not written. */
     if (!r5_ppl_commit(r, L, tok->slot, (int)nt, e.seq))
-        return 0;
-    return r5_alive(r) ? 0 : -EIO;
-}
-
-int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_ppl_tok *tok)
-{
-    struct r5_ppl *L = q->p->ppl;
-    struct raid_priv *r = q->r;
-    uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE), slots = 0, n = r->l.g.members;
-    tok->n = 0;
-    if (!L || !L->on || !count)
-        return 0;
-    struct rk_ppl_entry e = {.id = L->id,
-                             .row = row,
-                             .len = r->l.g.chunk,
-                             .flags = RK_PPL_FULL,
-                             .nrows = (uint32_t)count};
-    if (count >= n) {
-        slots = wr;
-    } else {
-        for (uint64_t i = 0; i < count; i++) {
-            struct r5_geo g;
-            r5_geo(&r->l, row + i, &g);
-            for (uint32_t b = g.nd; b < g.n; b++)
-                slots |= wr & (1u << g.slot[b]);
-        }
-    }
-    for (uint32_t s = 0; s < n; s++)
-        if (slots & (1u << s))
-            tok->slot[tok->n++] = s;
-    if (!tok->n)
-        return 0;
-    uint64_t pos[RK_MAX_MEMBERS];
-    int nt = tok->n;
-    tok->n = 0;
-    if (ppl_alloc(r, L, tok->slot, &nt, RK_PPL_BLOCK, &e.seq, pos))
-        return -EIO;
-    tok->seq = e.seq;
-    tok->n = nt;
-    for (int i = 0; i < nt; i++) {
-        char *b = L->m[tok->slot[i]].stage + pos[i];
-        rk_ppl_entry_encode(&e, (uint8_t *)b, b + RK_PPL_BLOCK);
-    }
-    pthread_mutex_lock(&L->lock);
-    for (int i = 0; i < nt; i++) {
-        struct ppl_ent *x = r5_ppl_ring_ent(L, &L->m[tok->slot[i]], e.seq);
-        if (x)
-            x->ws = PPL_READY;
-    }
-    pthread_mutex_unlock(&L->lock);
-    if (!r5_ppl_commit(r, L, tok->slot, nt, e.seq))
         return 0;
     return r5_alive(r) ? 0 : -EIO;
 }
@@ -558,6 +516,7 @@ void r5_ppl_flush_begin(struct raid_priv *r, uint64_t *mark)
     if (!L)
         return;
     pthread_mutex_lock(&L->lock);
+    ppl_win_close_all(L); /* so this flush can retire their entries */
     for (uint32_t s = 0; L->on && s < r->l.g.members; s++)
         mark[s] = ring_first_open(L, &L->m[s]);
     pthread_mutex_unlock(&L->lock);

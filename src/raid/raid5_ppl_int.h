@@ -41,6 +41,22 @@ struct ppl_ring {
     char *stage;
 };
 
+/* A log window (raid5_ppl_full.c, r5_ppl_log_stream): one RK_PPL_FULL entry covering rows
+ * [row, end) ahead of a sequential stream, so the stream's next full-stripe runs log nothing. */
+#define PPL_NWIN        4
+#define PPL_WIN_BYTES   (32ull << 20) /* array data a window covers */
+#define PPL_WIN_RECLAIM 8             /* windows opened before a reclaim closes them all */
+
+struct ppl_win {
+    uint64_t row, end; /* rows its entry covers */
+    uint64_t ulo, uhi; /* rows a write may still take it for (a newer entry of a row cuts it) */
+    uint64_t seq;      /* its entry (0 while the creator logs it) */
+    uint32_t slots;    /* slots its entry is on */
+    unsigned holds;    /* writes in flight under it, its creator included */
+    bool open;         /* new writes may take it */
+    bool used;         /* open, held or being logged */
+};
+
 struct r5_ppl {
     pthread_mutex_t lock;         /* everything below; never held across I/O */
     pthread_cond_t cond;          /* an entry completed, or a reclaim or adoption ended */
@@ -54,6 +70,12 @@ struct r5_ppl {
     bool hash;  /* partial entries carry digests of the new data (RAIDKIT_PPL_HASH, default on) */
     uint8_t key[RK_PPL_KEY_BYTES]; /* the log key, written in every head (r5_ppl_start) */
     struct ppl_ring m[RK_MAX_MEMBERS];
+    struct ppl_win win[PPL_NWIN];
+    uint64_t recent[PPL_NWIN]; /* row ends of the last full-stripe runs (0: none) */
+    uint32_t recent_i;
+    uint32_t win_made; /* windows opened since the last reclaim (PPL_WIN_RECLAIM) */
+    uint64_t win_rows; /* rows of a window: PPL_WIN_BYTES of array data, >= members */
+    bool win_on;       /* windows used (RAIDKIT_PPL_WINDOW, default on) */
 };
 
 /* One valid live entry found by the scan; payload points into the scan buffer of its slot. */
@@ -126,6 +148,31 @@ int r5_ppl_write_heads(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto);
  * point (sc->buf[slot] keeps the region image; caller frees it and sc->f). Untrusted blocks are
  * logged and ignored. Holds no lock. */
 void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc);
+
+/* Wake the threads waiting on L->cond (an entry completed; a reclaim or adoption ended). Lock
+ * held. */
+static inline void ppl_wake(struct r5_ppl *L)
+{
+    if (L->waiters)
+        pthread_cond_broadcast(&L->cond);
+}
+
+/* Reserve an entry of size bytes on the rings of slots[0..*n-1] (raid5_ppl.c; waits for room):
+ * 0 with its seq and position on each, or -EIO (nothing reserved). A slot that can no longer
+ * take it (failed meanwhile) is dropped from slots[] and *n. Lock not held. */
+int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
+                 uint64_t *seq, uint64_t *pos);
+
+/*
+ * raid5_ppl_full.c, log windows; lock held for all three. ppl_win_cut: an entry of rows
+ * [row, row + nrows) other than a window's is being logged: no window may be taken for those
+ * rows from now on (the seq order per row stays the write order). ppl_win_close_all: no window
+ * may be taken any more (a member flush or reclaim begins; their entries complete once their
+ * writes are done). ppl_win_put: a write under window w ended.
+ */
+void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows);
+void ppl_win_close_all(struct r5_ppl *L);
+void ppl_win_put(struct r5_ppl *L, struct ppl_win *w);
 
 /* Wake the writers waiting for a log write of ring m (r5_ppl_commit), if any. Lock held. */
 static inline void ppl_ring_wake(struct ppl_ring *m)

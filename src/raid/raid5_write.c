@@ -225,7 +225,7 @@ static int r5_full_stripes(struct r5_req *q, const char *buf, uint64_t row, uint
     }
     /* Logged (header only) before any member write: it supersedes the stripes' older entries. */
     struct r5_ppl_tok tok;
-    int ret = r5_ppl_log_full(q, row, count, &tok);
+    int ret = r5_ppl_log_stream(q, row, count, &tok);
     if (!ret)
         ret = r5_io_write(q, &v, NULL);
     r5_ppl_done(q, &tok);
