@@ -291,7 +291,7 @@ static void ppl_drop_slot(uint32_t *slots, int *n, int i)
  * its head write: its ring cannot be used, and the write skips its parity, r5w_commit) is
  * dropped from slots[] and *n instead. */
 int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
-                 uint64_t *seq, uint64_t *pos)
+                 int64_t prow, uint64_t *seq, uint64_t *pos)
 {
     pthread_mutex_lock(&L->lock);
     for (int i = 0; i < *n;) {
@@ -328,7 +328,12 @@ int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n,
     for (int i = 0; i < *n; i++) {
         struct ppl_ring *m = &L->m[slots[i]];
         m->q[(m->first + m->count++) % L->cap] =
-            (struct ppl_ent){.seq = *seq, .pos = pos[i], .size = size, .ws = PPL_FILLING};
+            (struct ppl_ent){.seq = *seq,
+                             .pos = pos[i],
+                             .size = size,
+                             .ws = PPL_FILLING,
+                             .partial = prow >= 0,
+                             .prow = prow >= 0 ? (uint64_t)prow : 0};
         m->head = pos[i] + size;
     }
     pthread_mutex_unlock(&L->lock);
@@ -466,7 +471,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
     uint32_t hashed = r5_ppl_digests(L, w, touched, g->nd, &e);
     uint64_t size = rk_ppl_entry_bytes(&e), pos[RK_MAX_MEMBERS];
     int na = (int)nt;
-    if (r5_ppl_alloc(r, L, tok->slot, &na, size, &e.seq, pos))
+    if (r5_ppl_alloc(r, L, tok->slot, &na, size, (int64_t)g->row, &e.seq, pos))
         return -EIO; /* tok->n is 0: nothing to release */
     /* A parity slot dropped by r5_ppl_alloc (failed meanwhile): the rest keep their order. */
     for (uint32_t i = 0, j = 0; i < nt; i++)
@@ -499,7 +504,7 @@ int r5_ppl_log(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *w
         if (x) /* NULL: adopted meanwhile (r5_ppl_commit reports the slot failed) */
             x->ws = PPL_READY;
     }
-    ppl_win_cut(L, g->row, 1); /* no older window may write this stripe after this entry */
+    ppl_win_cut(L, g->row, 1, NULL); /* no older window may write this stripe after this entry */
     pthread_mutex_unlock(&L->lock);
     /* A parity member that cannot take its log entry is failed: its parity is not written. */
     if (!r5_ppl_commit(r, L, tok->slot, (int)nt, e.seq))

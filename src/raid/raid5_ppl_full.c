@@ -7,15 +7,22 @@
  * per request (on an HDD a seek to the log region and back). Instead, a run that continues a
  * recent run opens a window: one entry covering rows [row, row + win_rows) ahead of it (32 MiB
  * of array data), and the stream's next runs inside it log nothing, they only wait until that
- * entry is durable. Covering rows that are never written is safe: the replay recomputes a
- * whole-stripe entry's rows from their data, or refuses them on a degraded start (FORMAT.md
- * "Replay"), whatever they hold. What the replay relies on is that, per row, the seq order of
- * the live entries is the order of the writes; so any other entry of a row (a partial-stripe
- * write, zeroing, an exact whole-stripe entry) cuts that row out of every window when it is
- * logged (ppl_win_cut), under the row's stripe lock, which every write under a window holds as
- * well. A window closes at every member flush (client FLUSH, bitmap cleaner), at every reclaim,
- * every PPL_WIN_RECLAIM windows and when its stream moves on; its entry is complete (and
- * retires like any other) once it is closed and the last write under it ended.
+ * entry is durable. Covering rows that are never written keeps them consistent: the replay
+ * recomputes a whole-stripe entry's rows from their data, or refuses them on a degraded start
+ * (FORMAT.md "Replay"), whatever they hold; but it costs availability there (a degraded dirty
+ * start is refused for them, and a partial entry logged later into them is not provable
+ * without the window's rows' history), and a window never covers a row with an older live
+ * partial entry (win_clip: the window would supersede the partial parity that repairs it).
+ * What the replay relies on is that, per row, the seq order of the live entries is the order
+ * of the writes, against every entry that is not a whole-stripe one (between two whole-stripe
+ * entries the order does not change the replay's result, so windows may overlap); so any other
+ * entry of a row (a partial-stripe write, zeroing, an exact whole-stripe entry) cuts that row
+ * out of every window when it is logged (ppl_win_cut), under the row's stripe lock, which
+ * every write under a window holds as well.
+ * A window is only taken while its entry's members are still the slots' members. A window closes at
+ * every member flush (client FLUSH, bitmap cleaner), at every reclaim, every PPL_WIN_RECLAIM
+ * windows and when its stream moves on; its entry is complete (and retires like any other) once it
+ * is closed and the last write under it ended.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -47,6 +54,17 @@ static void tok_slots(struct r5_ppl_tok *tok, uint32_t mask)
     for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
         if (mask & (1u << s))
             tok->slot[tok->n++] = s;
+}
+
+/* The members window w's entry is on are still the ones a new entry would go to. */
+static bool win_members_same(struct raid_priv *r, const struct ppl_win *w)
+{
+    if (w->slots != full_slots(r, w->row, w->span))
+        return false;
+    for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
+        if ((w->slots & (1u << s)) && w->dev[s] != r->members[s])
+            return false;
+    return true;
 }
 
 /* Window w is closed and nothing runs under it: its entry is complete. Lock held. */
@@ -82,12 +100,12 @@ void ppl_win_put(struct r5_ppl *L, struct ppl_win *w)
         win_finish(L, w);
 }
 
-void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows)
+void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows, const struct ppl_win *keep)
 {
     for (int i = 0; i < PPL_NWIN; i++) {
         struct ppl_win *w = &L->win[i];
         /* A window being logged is cut too: its seq may be older than this entry's. */
-        if (!w->used || row + nrows <= w->ulo || row >= w->uhi)
+        if (w == keep || !w->used || row + nrows <= w->ulo || row >= w->uhi)
             continue;
         uint64_t before = row > w->ulo ? row - w->ulo : 0;
         uint64_t after = w->uhi > row + nrows ? w->uhi - row - nrows : 0;
@@ -100,13 +118,33 @@ void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows)
     }
 }
 
+/* End of window rows [row, end) once its entry has seq: the first row at or after from with a
+ * live partial entry older than seq. The window must not cover it: at replay a whole-stripe
+ * entry supersedes the older entries of its rows, so a partial write still in flight there
+ * would lose the partial parity that repairs its stripe. (Rows before from are the opening
+ * run's own, whose stripe locks it holds: every older write there has ended, as for an exact
+ * entry.) Lock held. */
+static uint64_t win_clip(const struct r5_ppl *L, uint32_t members, uint64_t seq, uint64_t from,
+                         uint64_t end)
+{
+    for (uint32_t s = 0; s < members; s++) {
+        const struct ppl_ring *m = &L->m[s];
+        for (uint32_t k = 0; k < m->count; k++) {
+            const struct ppl_ent *e = &m->q[(m->first + k) % L->cap];
+            if (e->partial && e->seq < seq && e->prow >= from && e->prow < end)
+                end = e->prow;
+        }
+    }
+    return end;
+}
+
 /*
  * Log one header-only entry of rows [row, row + nrows) and wait until it is durable. w: the
- * window it opens (reserved by the caller: used, its rows, one hold), or NULL for an exact
- * entry, which cuts its rows out of the windows.
+ * window it opens (reserved by the caller: used, its rows, one hold; count: the opening run's
+ * rows), or NULL for an exact entry. Either cuts its rows out of the other windows.
  */
-static int full_entry(struct r5_req *q, uint64_t row, uint64_t nrows, struct ppl_win *w,
-                      struct r5_ppl_tok *tok)
+static int full_entry(struct r5_req *q, uint64_t row, uint64_t count, uint64_t nrows,
+                      struct ppl_win *w, struct r5_ppl_tok *tok)
 {
     struct r5_ppl *L = q->p->ppl;
     struct raid_priv *r = q->r;
@@ -119,7 +157,7 @@ static int full_entry(struct r5_req *q, uint64_t row, uint64_t nrows, struct ppl
     tok_slots(tok, full_slots(r, row, nrows));
     int nt = tok->n, ret = 0;
     tok->n = 0;
-    if (nt && r5_ppl_alloc(r, L, tok->slot, &nt, RK_PPL_BLOCK, &e.seq, pos))
+    if (nt && r5_ppl_alloc(r, L, tok->slot, &nt, RK_PPL_BLOCK, -1, &e.seq, pos))
         ret = -EIO;   /* the array was lost */
     if (ret || !nt) { /* nt 0: no writable parity slot, nothing to log */
         if (w) {
@@ -131,6 +169,14 @@ static int full_entry(struct r5_req *q, uint64_t row, uint64_t nrows, struct ppl
     }
     tok->seq = e.seq;
     tok->n = nt;
+    if (w) {
+        pthread_mutex_lock(&L->lock);
+        e.nrows = (uint32_t)(win_clip(L, r->l.g.members, e.seq, row + count, row + nrows) - row);
+        w->end = row + e.nrows;
+        w->uhi = w->uhi < w->end ? w->uhi : w->end;
+        w->ulo = w->ulo < w->uhi ? w->ulo : w->uhi;
+        pthread_mutex_unlock(&L->lock);
+    }
     for (int i = 0; i < nt; i++) {
         char *b = L->m[tok->slot[i]].stage + pos[i];
         rk_ppl_entry_encode(&e, (uint8_t *)b, b + RK_PPL_BLOCK);
@@ -142,16 +188,21 @@ static int full_entry(struct r5_req *q, uint64_t row, uint64_t nrows, struct ppl
         if (x)
             x->ws = PPL_READY;
         mask |= 1u << tok->slot[i];
+        if (w)
+            w->dev[tok->slot[i]] = r->members[tok->slot[i]];
     }
     if (w) { /* its usable rows [ulo, uhi) are what cuts since the reservation left */
         w->seq = e.seq;
         w->slots = mask;
+        w->span = nrows;
         w->open = w->ulo < w->uhi;
         tok->win = (int)(w - L->win) + 1;
         L->win_made++;
-    } else {
-        ppl_win_cut(L, row, nrows);
     }
+    /* Windows may overlap: between two whole-stripe entries the replay's result does not depend
+     * on their order (each recomputes or refuses its rows), so only other entries cut. */
+    if (!w)
+        ppl_win_cut(L, row, e.nrows, NULL);
     pthread_mutex_unlock(&L->lock);
     if (!r5_ppl_commit(r, L, tok->slot, nt, e.seq))
         return 0;
@@ -165,7 +216,7 @@ int r5_ppl_log_full(struct r5_req *q, uint64_t row, uint64_t count, struct r5_pp
     tok->win = 0;
     if (!L || !L->on || !count)
         return 0;
-    return full_entry(q, row, count, NULL, tok);
+    return full_entry(q, row, count, count, NULL, tok);
 }
 
 /* A run at row is near an end of a recent run (slack rows either side: a stream's requests
@@ -187,7 +238,7 @@ int r5_ppl_log_stream(struct r5_req *q, uint64_t row, uint64_t count, struct r5_
     if (!L || !L->on || !count)
         return 0;
     if (!L->win_on)
-        return full_entry(q, row, count, NULL, tok);
+        return full_entry(q, row, count, count, NULL, tok);
     uint64_t slack = 2 * (count > r->l.g.members ? count : r->l.g.members);
     struct ppl_win *w = NULL;
     pthread_mutex_lock(&L->lock);
@@ -195,8 +246,8 @@ int r5_ppl_log_stream(struct r5_req *q, uint64_t row, uint64_t count, struct r5_
         struct ppl_win *x = &L->win[i];
         if (!x->open || row < x->ulo || row + count > x->uhi)
             continue;
-        if (x->slots != full_slots(r, x->row, x->end - x->row)) {
-            win_close(L, x); /* a member failed or joined since: log afresh */
+        if (!win_members_same(r, x)) {
+            win_close(L, x); /* a member failed, joined or was replaced since: log afresh */
             continue;
         }
         x->holds++;
@@ -243,5 +294,5 @@ int r5_ppl_log_stream(struct r5_req *q, uint64_t row, uint64_t count, struct r5_
                               .used = true};
     }
     pthread_mutex_unlock(&L->lock);
-    return full_entry(q, row, nrows, w, tok);
+    return full_entry(q, row, count, nrows, w, tok);
 }

@@ -23,6 +23,8 @@ struct ppl_ent {
     uint64_t run; /* PPL_WRITING: the log write carrying it (its leader's seq) */
     bool done;    /* the stripe write completed (durable after the next member flush) */
     bool durable; /* done and durable: its member writes were FUA, or a flush followed */
+    bool partial; /* a partial-stripe entry, of stripe row prow (a window never covers it) */
+    uint64_t prow;
 };
 
 /* One member's ring: live entries [first, first + count) of q (circular, cap entries). Entries
@@ -52,6 +54,8 @@ struct ppl_win {
     uint64_t ulo, uhi; /* rows a write may still take it for (a newer entry of a row cuts it) */
     uint64_t seq;      /* its entry (0 while the creator logs it) */
     uint32_t slots;    /* slots its entry is on */
+    uint64_t span;     /* rows its slots were chosen for (before the clip, full_slots) */
+    struct rk_dev *dev[RK_MAX_MEMBERS]; /* their members then (a replaced one: log afresh) */
     unsigned holds;    /* writes in flight under it, its creator included */
     bool open;         /* new writes may take it */
     bool used;         /* open, held or being logged */
@@ -159,18 +163,20 @@ static inline void ppl_wake(struct r5_ppl *L)
 
 /* Reserve an entry of size bytes on the rings of slots[0..*n-1] (raid5_ppl.c; waits for room):
  * 0 with its seq and position on each, or -EIO (nothing reserved). A slot that can no longer
- * take it (failed meanwhile) is dropped from slots[] and *n. Lock not held. */
+ * take it (failed meanwhile) is dropped from slots[] and *n. prow: the stripe row of a partial
+ * entry, or -1 for a whole-stripe one. Lock not held. */
 int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n, uint64_t size,
-                 uint64_t *seq, uint64_t *pos);
+                 int64_t prow, uint64_t *seq, uint64_t *pos);
 
 /*
  * raid5_ppl_full.c, log windows; lock held for all three. ppl_win_cut: an entry of rows
- * [row, row + nrows) other than a window's is being logged: no window may be taken for those
- * rows from now on (the seq order per row stays the write order). ppl_win_close_all: no window
+ * [row, row + nrows) other than a window's is being logged (keep: a window to leave alone, or
+ * NULL): no window may be taken for those rows from now on (the seq order per row stays the
+ * write order). ppl_win_close_all: no window
  * may be taken any more (a member flush or reclaim begins; their entries complete once their
  * writes are done). ppl_win_put: a write under window w ended.
  */
-void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows);
+void ppl_win_cut(struct r5_ppl *L, uint64_t row, uint64_t nrows, const struct ppl_win *keep);
 void ppl_win_close_all(struct r5_ppl *L);
 void ppl_win_put(struct r5_ppl *L, struct ppl_win *w);
 

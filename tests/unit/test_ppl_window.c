@@ -108,6 +108,36 @@ static void test_stream_logs_one_window(void **state)
     rk_test_close_members(mem, 3);
 }
 
+/* A live partial entry ahead of the stream (row 10, no FLUSH since) ends the window before it:
+ * at replay a whole-stripe entry supersedes the older entries of its rows, and that partial
+ * write's partial parity is what makes its stripe consistent after a crash while it runs. */
+static void test_window_stops_at_live_partial(void **state)
+{
+    (void)state;
+    struct rk_dev *mem[RK_MAX_MEMBERS], *raid;
+    rk_test_mem_members(mem, 3, DOFF + DSIZE, 4096);
+    assert_int_equal(open_arr(mem, 0, 0, &raid), 0);
+    uint8_t *buf = rk_buf_alloc(2 * STRIPE);
+    rk_test_fill64(buf, 4096, 600);
+    assert_int_equal(rk_dev_write(raid, buf, 4096, 10 * STRIPE + 8192, 0), 0);
+    for (uint64_t i = 0; i < 3; i++) {
+        rk_test_fill64(buf, 2 * STRIPE, 601 + i);
+        assert_int_equal(rk_dev_write(raid, buf, 2 * STRIPE, i * 2 * STRIPE, 0), 0);
+    }
+    struct fulls f;
+    scan_fulls(mem, &f);
+    bool clipped = false, past = false;
+    for (int i = 0; i < f.n; i++) {
+        clipped |= f.row[i] == 2 && f.nrows[i] == 8; /* rows [2, 10) */
+        past |= f.row[i] <= 10 && f.row[i] + f.nrows[i] > 10;
+    }
+    assert_true(clipped);
+    assert_false(past);
+    rk_dev_close(raid);
+    free(buf);
+    rk_test_close_members(mem, 3);
+}
+
 /*
  * Rows 0-1, then 2-3 (opens a window over rows 2..63), a partial write of row 5's first chunk,
  * then rows 4-7 whole: the last write must not run under the window (its entry is older than
@@ -157,6 +187,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stream_logs_one_window),
+        cmocka_unit_test(test_window_stops_at_live_partial),
         cmocka_unit_test(test_partial_cuts_window),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
