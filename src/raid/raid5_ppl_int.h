@@ -56,9 +56,9 @@ struct ppl_win {
     uint32_t slots;    /* slots its entry is on */
     uint64_t span;     /* rows its slots were chosen for (before the clip, full_slots) */
     struct rk_dev *dev[RK_MAX_MEMBERS]; /* their members then (a replaced one: log afresh) */
-    unsigned holds;    /* writes in flight under it, its creator included */
-    bool open;         /* new writes may take it */
-    bool used;         /* open, held or being logged */
+    unsigned holds;                     /* writes in flight under it, its creator included */
+    bool open;                          /* new writes may take it */
+    bool used;                          /* open, held or being logged */
 };
 
 struct r5_ppl {
