@@ -93,8 +93,17 @@ ev=$(event "${M[0]}")
 [[ $ev =~ ^[0-9]+$ ]] || rk_fail "no event counter read from ${M[0]}: '$ev'"
 want 1 "unbindable socket" serve --listen "unix:$T/no/such/dir/sock" "${M[@]:0:3}"
 [ "$(event "${M[0]}")" = "$ev" ] || { echo "FAIL: a serve that could not bind raised the event counter" >&2; nfail=$((nfail + 1)); }
-# -f is --foreground now (nbdkit), not --force.
+# -f is --foreground now (nbdkit), not --force; a start that needs --force, given -f instead,
+# says so (docs/CLI.md "Short options"), and create's -f is --force.
 want 0 "serve -f (foreground)" serve -q -f --run true "${M[@]:0:3}"
+rk_members 3 8M sf SF
+RAIDKIT_TEST_NO_ZERO=1 "$RAIDKIT" create --level 5 "${SF[@]}" >/dev/null 2>&1 || rk_fail "create ${SF[*]}"
+want 1 "serve -f where --force is needed" serve -f --degraded --run true "${SF[0]}" "${SF[1]}"
+grep -q "start with --force to accept that (-f is --foreground in serve, not --force)$" "$T/err" ||
+    { echo "FAIL: serve -f refusal does not say -f is not --force: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+want 1 "serve --foreground where --force is needed" serve --foreground --degraded --run true "${SF[0]}" "${SF[1]}"
+! grep -q "(-f is" "$T/err" || { echo "FAIL: --foreground named as -f: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+want 0 "create -f (--force) over a raidkit member" create -f -l 1 "${SF[0]}" "${SF[1]}"
 
 # Online: per-command options, --test states, --json.
 CTL=$T/ctl
