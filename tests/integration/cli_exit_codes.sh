@@ -73,6 +73,10 @@ want 0 "info --test healthy" info --test "${M[0]}" "${M[1]}" "${M[2]}"
 want 3 "info --test one missing" info --test "${M[0]}" "${M[2]}"
 want 5 "info --test two missing" info --test "${M[0]}"
 grep -q "raid5" "$T/out" || { echo "FAIL: info --test printed no description" >&2; nfail=$((nfail + 1)); }
+# Without --test the state is described, not an exit status (md-style; docs/CLI.md "info").
+want 0 "info one missing, no --test" info "${M[0]}" "${M[2]}"
+want 0 "info --json two missing, no --test" info --json "${M[0]}"
+is_json 'd["array"]["level"] == "raid5" and "ok" not in d'
 
 # info on files that are no raidkit members: says what they are, exits 1.
 truncate -s 4M "$T/zero"
