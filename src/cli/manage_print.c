@@ -48,8 +48,10 @@ void mgmt_job_line(const cJSON *job, char *out, size_t len)
         snprintf(etas, sizeof(etas), ", ETA < 1 s");
     else if (eta >= 0)
         snprintf(etas, sizeof(etas), ", ETA %.0f s", eta);
-    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s%s%s%s", what, state, mgmt_num(job, "percent"),
-             mgmt_num(job, "rate_mib_s"), etas,
+    char at[40] = ""; /* no rate measured yet, or none (a scrub that compares nothing) */
+    if (mgmt_num(job, "rate_mib_s") > 0)
+        snprintf(at, sizeof(at), " at %.1f MiB/s", mgmt_num(job, "rate_mib_s"));
+    snprintf(out, len, "%s %s: %.1f%%%s%s%s%s", what, state, mgmt_num(job, "percent"), at, etas,
              cJSON_GetObjectItem(job, "error") ? ", error: " : "", mgmt_str(job, "error"));
 }
 
@@ -112,9 +114,10 @@ void mgmt_print_status(const cJSON *st)
         struct tm tm;
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-        printf("scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors\n",
-               when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"),
-               mgmt_num(ls, "read_errors"));
+        printf(
+            "scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors%s\n",
+            when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"), mgmt_num(ls, "read_errors"),
+            cJSON_IsTrue(cJSON_GetObjectItem(ls, "nothing_compared")) ? MGMT_SCRUB_UNCOMPARED : "");
     } else {
         printf("scrub:    never run since start\n");
     }
