@@ -285,8 +285,12 @@ int cli_create(int argc, char **argv)
     r = rk_volume_create((const char *const *)members, n, &cc.o, err, sizeof(err));
     if (r) {
         char hint[4200];
-        fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r),
-                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
+        cli_busy_hint((const char *const *)members, n, hint, sizeof(hint));
+        if (r == -EBUSY && hint[0]) /* the holder named once: "PATH is in use by pid N (COMM)" */
+            fprintf(stderr, "raidkit create: %s; --force does not override that: stop it first\n",
+                    hint + 2);
+        else
+            fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r), hint);
         /* Only what this run made (--size creates missing files) goes; nothing that existed. */
         cli_remove_created((const char *const *)members, n, absent);
         return CLI_EXIT_FAIL;

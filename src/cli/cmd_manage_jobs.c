@@ -148,7 +148,12 @@ static int mgmt_precheck(const char *cmd, int n, char **paths, enum rk_precheck_
 {
     struct rk_precheck pc = {.op = op, .slot = (uint32_t)slot, .member = member, .force = force};
     char err[600] = "";
+    /* The writable open after it logs the same warnings (a stale member, "started degraded"):
+     * once is enough. A refusal is its own one line. */
+    enum rk_log_level lvl = rk_log_get_level();
+    rk_log_set_level(lvl < RK_LOG_ERROR ? lvl : RK_LOG_ERROR);
     int r = rk_volume_precheck((const char *const *)paths, n, &pc, err, sizeof(err));
+    rk_log_set_level(lvl);
     if (r)
         fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
     return r ? CLI_EXIT_FAIL : 0;
