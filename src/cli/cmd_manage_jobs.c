@@ -88,7 +88,8 @@ static const char scrub_usage[] =
     "Arrays without redundancy are read completely (read errors are counted). Prints\n"
     "\"scrub finished: N mismatches, R repaired, E read errors\", then one line per mismatch\n"
     "(the first 64): \"mismatch: slot S data bytes [A, B)[, array bytes [X, Y)]: KIND,\n"
-    "repaired none|data|parity|copy\"; exit 0 when it ran.\n"
+    "repaired none|data|parity|copy\" (a parity place: \"slot S (parity P|Q) bytes [A, B)\");\n"
+    "exit 0 when it ran.\n"
     "\n"
     "  -R, --repair        fix mismatches\n"
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
@@ -218,9 +219,16 @@ int cli_replace(int argc, char **argv)
             return rc;
         }
         cJSON_Delete(reply);
-        if (!o.json)
-            printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
-        return o.wait ? mgmt_wait_job("replace", o.control) : CLI_EXIT_OK;
+        if (!o.wait) {
+            if (!o.json)
+                printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
+            return CLI_EXIT_OK;
+        }
+        /* --wait: the last line says how it ended (stdout after the job's stderr lines). */
+        int wr = mgmt_wait_job("replace", o.control);
+        if (!wr && !o.json)
+            printf("slot %" PRId64 ": rebuilt onto %s\n", o.slot, abs);
+        return wr;
     }
     struct rk_volume *vol = NULL;
     bool degraded;
@@ -362,6 +370,7 @@ int cli_readd(int argc, char **argv)
         if (!rc)
             (o.json ? fprintf(stderr, "raidkit re-add: %s\n", mgmt_str(reply, "message"))
                     : printf("%s\n", mgmt_str(reply, "message")));
+        fflush(stdout); /* the first line, before --wait's progress on stderr */
         cJSON_Delete(reply);
         if (rc)
             return rc;

@@ -156,8 +156,9 @@ void mgmt_print_mismatch(double slot, double moff, double len, double aoff, cons
         snprintf(par, sizeof(par), " (parity P) and slot %.0f (parity Q)", q_slot);
     else if (parity)
         snprintf(par, sizeof(par), " (parity %s)", parity);
-    printf("mismatch: slot %.0f%s data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, par, moff,
-           moff + len, where, kind, fixed);
+    /* A parity place holds no data: "slot 3 (parity P) bytes [A, B)" of its data area. */
+    printf("mismatch: slot %.0f%s %s [%.0f, %.0f)%s: %s, repaired %s\n", slot, par,
+           par[0] ? "bytes" : "data bytes", moff, moff + len, where, kind, fixed);
 }
 
 /* The mismatch_list of a status reply's last_scrub, printed by mgmt_print_mismatch. */

@@ -359,9 +359,7 @@ static void *job_thread(void *arg)
     uint64_t step = raid_job_step_bytes(r, rate);
     pthread_mutex_unlock(&j->lock);
     int err = -EAGAIN;
-
-    if (ops->begin)
-        ops->begin(r, ctx, pos, end);
+    /* ops->begin ran in raid_job_start */
     if (ops->depth > 1 && pos < end) {
         /* step_mul x step, but no more than RAID_JOB_PIPE_STEP (large chunks: one chunk). */
         uint64_t mul = ops->step_mul && (!rate || rate >= 4 * MiB) ? ops->step_mul : 1;
@@ -430,6 +428,10 @@ int raid_job_start(struct raid_priv *r, const struct raid_job_spec *spec)
     if (ret)
         return ret;
     raid_range_activate(r);
+    /* Before the thread and before this returns: the job's "started" line (and a scrub's note
+     * that it has nothing to compare) comes before any progress a caller prints. */
+    if (spec->ops->begin)
+        spec->ops->begin(r, spec->ctx, spec->start, spec->end);
     pthread_mutex_lock(&j->lock);
     int rc = pthread_create(&j->thread, NULL, job_thread, r);
     if (rc) {
