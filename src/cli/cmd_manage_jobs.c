@@ -233,7 +233,11 @@ int cli_replace(int argc, char **argv)
     struct rk_volume *vol = NULL;
     bool degraded;
     uint64_t need;
-    if (mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
+    /* Members a running server holds: refused first (else the open would take the others,
+     * perhaps a stale one, as the array). */
+    if (cli_refuse_busy("replace", (const char *const *)argv + optind, n) ||
+        cli_refuse_busy("replace", (const char *const[]){abs}, 1) ||
+        mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
                            &need) ||
         mgmt_new_member_check(abs, need) ||
         mgmt_precheck("replace", n, argv + optind, RK_PRECHECK_REPLACE, o.slot, abs, o.force) ||
@@ -378,7 +382,8 @@ int cli_readd(int argc, char **argv)
     }
     struct rk_volume *vol = NULL;
     bool degraded;
-    if (mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
+    if (cli_refuse_busy("re-add", (const char *const *)argv + optind, n + 1) ||
+        mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
                            NULL) ||
         mgmt_readd_member_check(abs, n, argv + optind + 1, o.slot) ||
         mgmt_precheck("re-add", n, argv + optind + 1, RK_PRECHECK_READD, o.slot, abs, false) ||

@@ -213,7 +213,8 @@ grep -qx "raidkit create: ${M[0]} is in use by pid [0-9]* (raidkit); --force doe
 [ ! -e "$T/new2" ] || { echo "FAIL: refused create left $T/new2 behind" >&2; nfail=$((nfail + 1)); }
 # Offline commands on a served array name the server holding it (F4), nothing else.
 for args in "scrub ${M[0]} ${M[3]} ${M[2]}" "bitmap --add ${M[0]} ${M[3]} ${M[2]}" \
-    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}"; do
+    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}" \
+    "replace --slot 1 --with $T/zero ${M[0]} ${M[2]}" "re-add --slot 1 ${M[3]} ${M[0]} ${M[2]}"; do
     # shellcheck disable=SC2086
     want 1 "offline $args on a served array" $args
     grep -Eq "in use by pid [0-9]+ \(raidkit\)" "$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] ||
