@@ -257,7 +257,8 @@ struct rk_raid_progress {
     uint64_t pos;        /* member data offset reached */
     uint64_t end;        /* member data offset where the job ends */
     uint64_t rate_limit; /* bytes/s, 0 = unlimited */
-    double rate;         /* measured bytes/s since the job started */
+    double rate;         /* measured bytes/s since the job started; 0 = none to report yet
+                          * (under 1 s) or none at all (a scrub that reads nothing) */
     double eta;          /* seconds left, -1 when unknown */
     uint64_t mismatches; /* scrub: mismatched chunks/stripes so far */
     uint64_t repaired;   /* scrub: of those, rewritten */

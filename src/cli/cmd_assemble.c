@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/report.h"
 #include "core/util.h"
+#include "meta/meta_int.h"
 #include "meta/probe.h"
 #include "raidkit/volume.h"
 
@@ -94,7 +95,7 @@ static int asm_candidate(const struct rk_conf_array *a, const char *path, struct
         snprintf(why, sizeof(why), "%s", cs);
     } else if (cJSON_IsObject(arr) && strcmp(asm_str(m0, "status"), "ok")) {
         /* this array's or another's superblock, but the member is damaged (e.g. truncated) */
-        snprintf(why, sizeof(why), "%s: %s", asm_str(m0, "status"), asm_str(m0, "reason"));
+        meta_reason_show(why, sizeof(why), asm_str(m0, "status"), asm_str(m0, "reason"));
     } else if (cJSON_IsObject(arr)) {
         snprintf(why, sizeof(why), "member of another array, %s (%s)", asm_str(arr, "uuid"),
                  asm_str(arr, "name")[0] ? asm_str(arr, "name") : "no name");
@@ -357,8 +358,7 @@ static void asm_report(const struct rk_conf_array *a, struct asm_result *res, cJ
              cJSON_IsString(cJSON_GetObjectItem(cJSON_GetArrayItem(slot_list, (int)sl->valuedouble),
                                                 "path")))) {
             char why[400];
-            snprintf(why, sizeof(why), "%s%s%s", asm_str(it, "status"),
-                     asm_str(it, "reason")[0] ? ": " : "", asm_str(it, "reason"));
+            meta_reason_show(why, sizeof(why), asm_str(it, "status"), asm_str(it, "reason"));
             asm_skip(res, asm_str(it, "path"), why);
         }
     }

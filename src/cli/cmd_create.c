@@ -25,7 +25,9 @@ static const char create_usage[] =
     "  -l, --level LEVEL  linear, 0|raid0, 1|raid1, 10|raid10, 5|raid5, 6|raid6\n"
     "  -c, --chunk SIZE   chunk size, a power of two from 4K to 64M (default 64K)\n"
     "  -n, --name NAME    array name, up to 31 bytes (default: none)\n"
-    "  -s, --size SIZE    create missing member files (sparse) or extend them to SIZE first\n"
+    "  -s, --size SIZE    use SIZE bytes of every member: a missing file is created (sparse),\n"
+    "                     a shorter one extended, of a larger file or device only the first\n"
+    "                     SIZE bytes are used (a warning names them); default: each whole\n"
     "  -f, --force        overwrite members that hold a raidkit superblock or a file system\n"
     "      --assume-clean don't zero the data areas (raid1/10/5/6): you promise the members\n"
     "                     already agree (mirrors equal, parity valid); else scrub and degraded "
@@ -50,7 +52,9 @@ static const char create_usage[] =
     "and member is checked before anything is written; --assume-clean, --bitmap and\n"
     "--bitmap-region need a level with redundancy, --write-hole raid5 or raid6 (else exit 2).\n"
     "With redundancy (raid1/10/5/6) the members' data areas are zeroed (hole punch /\n"
-    "BLKZEROOUT) so the array starts consistent.\n"
+    "BLKZEROOUT) so the array starts consistent. Those levels use as much of every member as\n"
+    "the smallest has: members that differ by more than 1 % get a warning with the space\n"
+    "left unused (linear and raid0 use every member whole).\n"
     "Example: raidkit create --level 10 --size 1G m0.img m1.img m2.img m3.img\n";
 
 /* --write-hole ppl|none; 0, or -1 after a usage message. */
@@ -183,8 +187,9 @@ static int create_parse(int argc, char **argv, struct create_cli *cc)
     return 0;
 }
 
-/* Smallest data area (bytes past the 1 MiB metadata area) of the n members: --size when given,
- * else the sizes of the existing regular files; 0 when unknown (block devices: create checks). */
+/* Smallest data area (bytes past the 1 MiB metadata area) of the n members: --size when given
+ * (every member is used up to it), else the sizes of the existing regular files; 0 when unknown
+ * (block devices: create checks). */
 static uint64_t create_min_data(const struct rk_create_opts *o, int n, char **members)
 {
     uint64_t min = 0;
@@ -195,8 +200,6 @@ static uint64_t create_min_data(const struct rk_create_opts *o, int n, char **me
             continue;
         if (!sz)
             sz = (uint64_t)st.st_size;
-        if (sz < o->size)
-            sz = o->size;
         sz = sz > (1u << 20) ? sz - (1u << 20) : 0;
         if (!min || sz < min)
             min = sz;
@@ -230,6 +233,14 @@ static int create_check_args(const struct create_cli *cc, int n, char **members)
         return CLI_EXIT_USAGE;
     }
     uint64_t chunk = o->chunk ? o->chunk : 64 * 1024;
+    if (o->size && o->size < (1u << 20) + chunk) {
+        char a[32], b[32];
+        fprintf(stderr,
+                "raidkit create: --size %s is too small: a member needs its 1 MiB metadata area "
+                "plus one chunk (%s)\n",
+                rk_format_size(o->size, a, sizeof(a)), rk_format_size(chunk, b, sizeof(b)));
+        return CLI_EXIT_USAGE;
+    }
     if (o->bitmap_region && ((o->bitmap_region & (o->bitmap_region - 1)) ||
                              o->bitmap_region < 64 * 1024 || o->bitmap_region < chunk)) {
         fprintf(stderr,
@@ -274,8 +285,12 @@ int cli_create(int argc, char **argv)
     r = rk_volume_create((const char *const *)members, n, &cc.o, err, sizeof(err));
     if (r) {
         char hint[4200];
-        fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r),
-                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
+        cli_busy_hint((const char *const *)members, n, hint, sizeof(hint));
+        if (r == -EBUSY && hint[0]) /* the holder named once: "PATH is in use by pid N (COMM)" */
+            fprintf(stderr, "raidkit create: %s; --force does not override that: stop it first\n",
+                    hint + 2);
+        else
+            fprintf(stderr, "raidkit create: %s%s\n", err[0] ? err : strerror(-r), hint);
         /* Only what this run made (--size creates missing files) goes; nothing that existed. */
         cli_remove_created((const char *const *)members, n, absent);
         return CLI_EXIT_FAIL;

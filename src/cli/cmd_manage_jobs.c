@@ -88,7 +88,8 @@ static const char scrub_usage[] =
     "Arrays without redundancy are read completely (read errors are counted). Prints\n"
     "\"scrub finished: N mismatches, R repaired, E read errors\", then one line per mismatch\n"
     "(the first 64): \"mismatch: slot S data bytes [A, B)[, array bytes [X, Y)]: KIND,\n"
-    "repaired none|data|parity|copy\"; exit 0 when it ran.\n"
+    "repaired none|data|parity|copy\" (a parity place: \"slot S (parity P|Q) bytes [A, B)\");\n"
+    "exit 0 when it ran.\n"
     "\n"
     "  -R, --repair        fix mismatches\n"
     "  -r, --rate MIB      at most MIB MiB/s (default unlimited)\n"
@@ -148,7 +149,12 @@ static int mgmt_precheck(const char *cmd, int n, char **paths, enum rk_precheck_
 {
     struct rk_precheck pc = {.op = op, .slot = (uint32_t)slot, .member = member, .force = force};
     char err[600] = "";
+    /* The writable open after it logs the same warnings (a stale member, "started degraded"):
+     * once is enough. A refusal is its own one line. */
+    enum rk_log_level lvl = rk_log_get_level();
+    rk_log_set_level(lvl < RK_LOG_ERROR ? lvl : RK_LOG_ERROR);
     int r = rk_volume_precheck((const char *const *)paths, n, &pc, err, sizeof(err));
+    rk_log_set_level(lvl);
     if (r)
         fprintf(stderr, "raidkit %s: %s\n", cmd, err[0] ? err : strerror(-r));
     return r ? CLI_EXIT_FAIL : 0;
@@ -213,14 +219,25 @@ int cli_replace(int argc, char **argv)
             return rc;
         }
         cJSON_Delete(reply);
-        if (!o.json)
-            printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
-        return o.wait ? mgmt_wait_job("replace", o.control) : CLI_EXIT_OK;
+        if (!o.wait) {
+            if (!o.json)
+                printf("slot %" PRId64 ": rebuilding onto %s\n", o.slot, abs);
+            return CLI_EXIT_OK;
+        }
+        /* --wait: the last line says how it ended (stdout after the job's stderr lines). */
+        int wr = mgmt_wait_job("replace", o.control);
+        if (!wr && !o.json)
+            printf("slot %" PRId64 ": rebuilt onto %s\n", o.slot, abs);
+        return wr;
     }
     struct rk_volume *vol = NULL;
     bool degraded;
     uint64_t need;
-    if (mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
+    /* Members a running server holds: refused first (else the open would take the others,
+     * perhaps a stale one, as the array). */
+    if (cli_refuse_busy("replace", (const char *const *)argv + optind, n) ||
+        cli_refuse_busy("replace", (const char *const[]){abs}, 1) ||
+        mgmt_offline_check("replace", n, argv + optind, o.slot, o.degraded, true, &degraded,
                            &need) ||
         mgmt_new_member_check(abs, need) ||
         mgmt_precheck("replace", n, argv + optind, RK_PRECHECK_REPLACE, o.slot, abs, o.force) ||
@@ -357,6 +374,7 @@ int cli_readd(int argc, char **argv)
         if (!rc)
             (o.json ? fprintf(stderr, "raidkit re-add: %s\n", mgmt_str(reply, "message"))
                     : printf("%s\n", mgmt_str(reply, "message")));
+        fflush(stdout); /* the first line, before --wait's progress on stderr */
         cJSON_Delete(reply);
         if (rc)
             return rc;
@@ -364,7 +382,8 @@ int cli_readd(int argc, char **argv)
     }
     struct rk_volume *vol = NULL;
     bool degraded;
-    if (mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
+    if (cli_refuse_busy("re-add", (const char *const *)argv + optind, n + 1) ||
+        mgmt_offline_check("re-add", n, argv + optind + 1, o.slot, o.degraded, true, &degraded,
                            NULL) ||
         mgmt_readd_member_check(abs, n, argv + optind + 1, o.slot) ||
         mgmt_precheck("re-add", n, argv + optind + 1, RK_PRECHECK_READD, o.slot, abs, false) ||

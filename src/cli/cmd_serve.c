@@ -206,6 +206,8 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
             continue;
         if (sec)
             return sec;
+        if (c == 'f' && strncmp(argv[optind - 1], "--", 2))
+            o->f_short = true; /* -f, perhaps meant as --force (docs/CLI.md "Short options") */
         int fr = serve_front_opt(o, c);
         if (fr == 1)
             continue;
@@ -404,8 +406,10 @@ static int serve_run(struct serve_opts *o, int n, char **members)
     int r = rk_volume_open((const char *const *)members, n, &o->oo, &vol, err, sizeof(err));
     if (r) {
         char hint[4200];
-        fprintf(stderr, "raidkit serve: %s%s\n", err[0] ? err : strerror(-r),
-                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)));
+        fprintf(stderr, "raidkit serve: %s%s%s\n", err[0] ? err : strerror(-r),
+                cli_busy_hint((const char *const *)members, n, hint, sizeof(hint)),
+                o->f_short && strstr(err, "--force") ? " (-f is --foreground in serve, not --force)"
+                                                     : "");
         close(no->fd); /* and the socket file serve_source bound */
         if (o->hidden[0])
             unlink(o->hidden);

@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/manage.h"
+#include "meta/meta_int.h"
 #include "raidkit/member_nbd.h"
 #include "raidkit/volume.h"
 
@@ -140,7 +141,9 @@ int mgmt_readd_member_check(const char *path, int n, char **paths, int64_t slot)
     const char *st = mgmt_str(m, "status");
     int rc = 0;
     if (m && strcmp(st, "stale") && strcmp(st, "ok") && strcmp(st, "foreign")) {
-        fprintf(stderr, "raidkit re-add: %s: %s %s\n", path, st, mgmt_str(m, "reason"));
+        char why[400];
+        fprintf(stderr, "raidkit re-add: %s: %s\n", path,
+                meta_reason_show(why, sizeof(why), st, mgmt_str(m, "reason")));
         rc = CLI_EXIT_FAIL;
     } else if (m && (int64_t)mgmt_num(m, "slot") != slot) {
         fprintf(stderr,

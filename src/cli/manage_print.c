@@ -48,8 +48,10 @@ void mgmt_job_line(const cJSON *job, char *out, size_t len)
         snprintf(etas, sizeof(etas), ", ETA < 1 s");
     else if (eta >= 0)
         snprintf(etas, sizeof(etas), ", ETA %.0f s", eta);
-    snprintf(out, len, "%s %s: %.1f%% at %.1f MiB/s%s%s%s", what, state, mgmt_num(job, "percent"),
-             mgmt_num(job, "rate_mib_s"), etas,
+    char at[40] = ""; /* no rate measured yet, or none (a scrub that compares nothing) */
+    if (mgmt_num(job, "rate_mib_s") > 0)
+        snprintf(at, sizeof(at), " at %.1f MiB/s", mgmt_num(job, "rate_mib_s"));
+    snprintf(out, len, "%s %s: %.1f%%%s%s%s%s", what, state, mgmt_num(job, "percent"), at, etas,
              cJSON_GetObjectItem(job, "error") ? ", error: " : "", mgmt_str(job, "error"));
 }
 
@@ -112,9 +114,10 @@ void mgmt_print_status(const cJSON *st)
         struct tm tm;
         if (gmtime_r(&t, &tm))
             strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-        printf("scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors\n",
-               when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"),
-               mgmt_num(ls, "read_errors"));
+        printf(
+            "scrub:    last finished %s: %.0f mismatches, %.0f repaired, %.0f read errors%s\n",
+            when, mgmt_num(ls, "mismatches"), mgmt_num(ls, "repaired"), mgmt_num(ls, "read_errors"),
+            cJSON_IsTrue(cJSON_GetObjectItem(ls, "nothing_compared")) ? MGMT_SCRUB_UNCOMPARED : "");
     } else {
         printf("scrub:    never run since start\n");
     }
@@ -153,8 +156,9 @@ void mgmt_print_mismatch(double slot, double moff, double len, double aoff, cons
         snprintf(par, sizeof(par), " (parity P) and slot %.0f (parity Q)", q_slot);
     else if (parity)
         snprintf(par, sizeof(par), " (parity %s)", parity);
-    printf("mismatch: slot %.0f%s data bytes [%.0f, %.0f)%s: %s, repaired %s\n", slot, par, moff,
-           moff + len, where, kind, fixed);
+    /* A parity place holds no data: "slot 3 (parity P) bytes [A, B)" of its data area. */
+    printf("mismatch: slot %.0f%s %s [%.0f, %.0f)%s: %s, repaired %s\n", slot, par,
+           par[0] ? "bytes" : "data bytes", moff, moff + len, where, kind, fixed);
 }
 
 /* The mismatch_list of a status reply's last_scrub, printed by mgmt_print_mismatch. */

@@ -41,7 +41,9 @@ void cli_progress_update(struct cli_progress *p, uint64_t pos, uint64_t end, dou
                          double eta_s)
 {
     double pct = end ? 100.0 * (double)pos / (double)end : 100.0;
-    char eta[32] = "ETA unknown";
+    char eta[32] = "ETA unknown", at[40] = ""; /* no rate yet (or none): none shown */
+    if (rate > 0)
+        snprintf(at, sizeof(at), " at %.1f MiB/s", rate / MiB);
     if (end && pos >= end)
         snprintf(eta, sizeof(eta), "done"); /* a finished job has no ETA */
     else if (eta_s >= 0 && eta_s < 1)
@@ -59,15 +61,15 @@ void cli_progress_update(struct cli_progress *p, uint64_t pos, uint64_t end, dou
             rk_log_set_before(progress_clear);
         }
         char line[256];
-        snprintf(line, sizeof(line), "\rraidkit %s: [%s] %5.1f%% at %.1f MiB/s, %s\033[K", p->what,
-                 bar, pct, rate / MiB, eta);
+        snprintf(line, sizeof(line), "\rraidkit %s: [%s] %5.1f%%%s, %s\033[K", p->what, bar, pct,
+                 at, eta);
         rk_log_raw(line, &p->drawn);
         return;
     }
     int step = (int)(pct / 10.0);
     if (p->lines && step != p->last_step) {
         p->last_step = step;
-        rk_info("%s: %.1f%% at %.1f MiB/s, %s", p->what, pct, rate / MiB, eta);
+        rk_info("%s: %.1f%%%s, %s", p->what, pct, at, eta);
     }
 }
 

@@ -22,6 +22,7 @@ struct serve_opts {
     struct rk_emul_params cache_emul; /* oo.cache_emul points here with --cache-emulate */
     bool listen_given, single, exit_with_parent, export_given;
     bool listen_conf; /* serve NAME: the configuration's listen (systemd's socket wins) */
+    bool f_short;     /* -f given (--foreground, not --force): named when a start needs --force */
     const char *run, *pidfile, *config;
     char hidden[128]; /* the socket's name until the array is open (front_bind) */
 };

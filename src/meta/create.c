@@ -21,6 +21,7 @@
 
 #include "core/util.h"
 #include "raidkit/member_nbd.h"
+#include "meta/create_size.h"
 #include "meta/create_uri.h"
 #include "meta/meta_int.h"
 #include "meta/probe.h"
@@ -37,7 +38,7 @@ struct create_member {
     bool uri; /* an NBD URI member (create_uri.c), exists is then true */
     struct stat st;
     uint64_t cur_size; /* current size (0 when it does not exist) */
-    uint64_t size;     /* size after create/extend */
+    uint64_t size;     /* bytes the array uses (create_size_pick): created/extended to it */
     bool made;         /* create_prepare created the file (it did not exist) */
     char canon[PATH_MAX + NAME_MAX +
                2]; /* resolved directory + name of a member still to be created */
@@ -121,10 +122,8 @@ static int create_check_existing(struct create_member *c, const struct rk_create
                        strerror(-r));
             goto out;
         }
-        c->size = c->cur_size;
     } else {
         c->cur_size = (uint64_t)c->st.st_size;
-        c->size = c->cur_size > o->size ? c->cur_size : o->size;
     }
     probe = calloc(1, CREATE_PROBE_LEN);
     if (!probe) {
@@ -158,9 +157,8 @@ static int create_check_member(struct create_member *c, const struct rk_create_o
 
     if (rk_member_is_uri(c->path)) {
         c->uri = c->exists = true;
-        r = create_uri_check(c->path, o->force, CREATE_PROBE_LEN, rk_probe_signature, &c->size, err,
-                             errlen);
-        c->cur_size = c->size;
+        r = create_uri_check(c->path, o->force, CREATE_PROBE_LEN, rk_probe_signature, &c->cur_size,
+                             err, errlen);
     } else if (stat(c->path, &c->st) < 0) {
         r = -errno;
         if (r != -ENOENT) {
@@ -177,6 +175,9 @@ static int create_check_member(struct create_member *c, const struct rk_create_o
     }
     if (fd >= 0)
         close(fd);
+    if (!r) /* --size: what the array uses of each member (create_size.h) */
+        r = create_size_pick(c->path, !c->uri && !c->blockdev, c->cur_size, o->size, &c->size, err,
+                             errlen);
     if (r)
         return r;
     uint64_t need = (uint64_t)RK_SB_DATA_OFFSET + chunk;
@@ -436,7 +437,6 @@ static int create_check_members(struct create_member *cm, const char *const *pat
             }
         }
     }
-
     return 0;
 }
 
@@ -493,7 +493,6 @@ static int create_fill_sb(struct rk_sb *sb, const struct create_member *cm, int 
             return r;
         }
     }
-
     return 0;
 }
 
@@ -593,7 +592,8 @@ static int create_prepare(struct create_member *cm, int n, const struct rk_sb *s
             r = -errno;
             rk_set_err(err, errlen, "member %s: cannot extend to %" PRIu64 " bytes: %s", c->path,
                        c->size, strerror(-r));
-        } else if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != c->size) {
+        } else if (fstat(fd, &st) < 0 ||
+                   (uint64_t)st.st_size != (c->size > c->cur_size ? c->size : c->cur_size)) {
             r = -EINVAL;
             rk_set_err(err, errlen,
                        "member %s: its size does not take (%" PRIu64 " bytes asked): not a "
@@ -686,6 +686,12 @@ int rk_volume_create(const char *const *paths, int n, const struct rk_create_opt
      * members are overwritten. */
     if (!r)
         r = create_write_all(cm, n, o, sb, err, errlen);
+    if (!r) {
+        uint64_t cur[RK_MAX_MEMBERS];
+        for (int i = 0; i < n; i++)
+            cur[i] = cm[i].cur_size;
+        create_size_report(paths, n, cur, sb, o->size);
+    }
 out:
     free(sb);
     free(cm);

@@ -228,7 +228,9 @@ static char *info_text(const struct meta_scan *s, const struct info_cache *cache
     for (int i = 0; i < s->n; i++) {
         const struct meta_member *m = &s->m[i];
         if (m->cls == META_UNREADABLE || m->cls == META_NOTOURS || m->cls == META_CORRUPT) {
-            info_printf(&b, "  %s: %s: %s\n", m->path, meta_class_name(m->cls), m->reason);
+            char why[sizeof(m->reason) + 32];
+            info_printf(&b, "  %s: %s\n", m->path,
+                        meta_reason_show(why, sizeof(why), meta_class_name(m->cls), m->reason));
             continue;
         }
         info_printf(&b, "  %s: %s, slot %" PRIu32 ", event %" PRIu64 ", %s, array %s\n", m->path,

@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "meta/superblock.h"
 #include "raidkit/device.h"
@@ -26,7 +28,9 @@ enum meta_class {
                         (meta_scan_check_sizes: info and assembly set it aside, slot missing) */
 };
 
-/* One member of a scan. reason holds the message for every class but META_OK. */
+/* One member of a scan. reason holds the message for every class but META_OK, worded to follow
+ * "member PATH " ("is stale (...)", "claims slot 2, ...", "cannot open: ..."); after "PATH: "
+ * it is shown without a leading "is " (meta_reason_show). */
 struct meta_member {
     const char *path;
     struct rk_dev *dev; /* open file (kept only when meta_scan was asked to) */
@@ -63,6 +67,21 @@ void meta_scan_check_sizes(struct meta_scan *s);
 
 /* Short names of the classes: "ok", "unreadable", "not-raidkit", "corrupt", "foreign", ... */
 const char *meta_class_name(enum meta_class c);
+
+/* A member's class (meta_class_name) and reason as shown after "PATH: ": "duplicate: claims slot
+ * 1, ...", but never doubled: without the reason's leading "is ", and without the class when the
+ * reason names it already ("stale (slot 2, ...)", not "stale: is stale (...)"; "not a raidkit
+ * member (...)", "set aside: corrupt superblock: ..."). Into buf (len bytes); returns buf. */
+static inline const char *meta_reason_show(char *buf, size_t len, const char *cls,
+                                           const char *reason)
+{
+    const char *t = strncmp(reason, "is ", 3) ? reason : reason + 3;
+    if (!t[0] || !cls[0] || strstr(t, cls) || !strcmp(cls, "not-raidkit"))
+        snprintf(buf, len, "%s", t[0] ? t : cls);
+    else
+        snprintf(buf, len, "%s: %s", cls, t);
+    return buf;
+}
 
 /* Fill the RK_UUID_LEN bytes at u with a random RFC 4122 version 4 UUID (getrandom, retried on
  * EINTR). 0 or -errno. */

@@ -172,6 +172,9 @@ int rk_probe_describe(const char *path, char *out, size_t len)
             snprintf(out, len, "%s", sig);
         else if (got == 0)
             snprintf(out, len, "an empty file (0 bytes)");
+        else if ((size_t)got < RK_SB_SIZE) /* what it holds does not matter: it cannot be one */
+            snprintf(out, len, "too small (%zd bytes; a raidkit superblock alone needs %u)", got,
+                     RK_SB_SIZE);
         else if (nz == (size_t)got)
             snprintf(out, len, "zeroes only (%zd bytes read: never written or wiped)", got);
         else

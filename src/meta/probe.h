@@ -29,9 +29,10 @@ const char *rk_probe_signature(const uint8_t *buf, size_t len);
 
 /*
  * Describe the content of path for a message: the signature as rk_probe_signature names it,
- * else "an empty file (0 bytes)", "zeroes only (N bytes read: never written or wiped)" or
- * "unrecognised data". Reads at most RK_PROBE_LEN bytes (read-only open). Writes into out
- * (len bytes) and returns 0, or -errno (out then says "cannot read: REASON").
+ * else "an empty file (0 bytes)", "too small (N bytes; a raidkit superblock alone needs 4096)",
+ * "zeroes only (N bytes read: never written or wiped)" or "unrecognised data". Reads at most
+ * RK_PROBE_LEN bytes (read-only open). Writes into out (len bytes) and returns 0, or -errno (out
+ * then says "cannot read: REASON").
  */
 int rk_probe_describe(const char *path, char *out, size_t len);
 

@@ -247,12 +247,13 @@ void meta_scan(struct meta_scan *s, const char *const *paths, int n, uint32_t fl
             m->cls = META_CORRUPT;
         else if (r < 0)
             m->cls = META_UNREADABLE;
-        if (m->cls == META_CORRUPT) {
-            /* Checksum-valid but absurd, or damaged: say which check failed; the member is set
-             * aside. */
+        if (m->cls == META_CORRUPT || m->cls == META_NOTOURS) {
+            /* A reason reads after "member PATH" like every other class's ("is stale ..."):
+             * damaged (checksum-valid but absurd): which check failed, the member set aside. */
             char why[sizeof(m->reason)];
             memcpy(why, m->reason, sizeof(why));
-            snprintf(m->reason, sizeof(m->reason), "is set aside: corrupt superblock: %.280s", why);
+            snprintf(m->reason, sizeof(m->reason), "is %s%.280s",
+                     m->cls == META_CORRUPT ? "set aside: corrupt superblock: " : "", why);
         }
         if (!keep_open || m->cls != META_OK) {
             rk_dev_close(m->dev);

@@ -270,7 +270,8 @@ int rk_volume_replace_with(struct rk_volume *v, uint32_t slot, const char *path,
     if (r)
         goto out;
     struct rk_dev *member = dev;
-    dev = NULL; /* owned by the volume now */
+    dev = NULL;                                                /* owned by the volume now */
+    rk_info("replacing slot %" PRIu32 " with %s", slot, path); /* the rebuild logs its start */
     r = rk_raid_add_member(v->raid, slot, member);
     if (!r)
         r = rk_raid_rebuild_start(v->raid, slot, 0, rate);
@@ -286,7 +287,6 @@ int rk_volume_replace_with(struct rk_volume *v, uint32_t slot, const char *path,
         pthread_mutex_unlock(&v->lock);
         goto out;
     }
-    rk_info("replacing slot %" PRIu32 " with %s: rebuild started", slot, path);
 out:
     free(dup);
     rk_dev_close(dev);

@@ -19,6 +19,10 @@
 /* The largest step ops->step_mul makes (a step of one chunk may still be larger). */
 #define RAID_JOB_PIPE_STEP (4 * MiB)
 
+/* No rate is reported before a job has run this long: its first steps go at the speed of a
+ * burst (the page cache, a rate limit not slept off yet) and would promise a false ETA. */
+#define JOB_RATE_MIN_SECS 1.0
+
 struct raid_job {
     pthread_mutex_t lock; /* everything below but stop */
     pthread_cond_t cond;  /* CLOCK_MONOTONIC: the job ended, or a stop was asked */
@@ -29,7 +33,8 @@ struct raid_job {
     _Atomic int stop;
     int result;
     struct rk_raid_progress prog;
-    double t0; /* monotonic start of the job */
+    double t0;    /* monotonic start of the job */
+    bool no_rate; /* the job reads nothing (raid_job_no_rate): no data rate to report */
     /* Scrub mismatch locations of the running job and of the last finished scrub. */
     struct rk_raid_mismatch mm[RK_RAID_MISMATCH_MAX], last_mm[RK_RAID_MISMATCH_MAX];
     int n_mm, n_last_mm;
@@ -121,13 +126,24 @@ uint64_t raid_job_step_bytes(const struct raid_priv *r, uint64_t rate)
     return chunk >= MiB ? chunk : MiB / chunk * chunk;
 }
 
+/* The job's rate over [start, pos) since it started, in bytes/s: 0 (none to report) before
+ * JOB_RATE_MIN_SECS or when it reads nothing; never above its rate limit (the step just done is
+ * slept off after this is measured). Called with j->lock held. */
+static double job_rate(struct raid_job *j, uint64_t pos)
+{
+    double dt = job_now() - j->t0;
+    if (j->no_rate || dt < JOB_RATE_MIN_SECS)
+        return 0;
+    double rate = (double)(pos - j->prog.start) / dt;
+    uint64_t limit = j->prog.rate_limit;
+    return limit && rate > (double)limit ? (double)limit : rate;
+}
+
 /* Progress bookkeeping once [start, pos) is done. Called with j->lock held. */
 static void job_progress(struct raid_job *j, uint64_t pos)
 {
     j->prog.pos = pos;
-    double dt = job_now() - j->t0;
-    uint64_t done = pos - j->prog.start;
-    j->prog.rate = dt > 0 ? (double)done / dt : 0;
+    j->prog.rate = job_rate(j, pos);
     j->prog.eta = j->prog.rate > 0 ? (double)(j->prog.end - pos) / j->prog.rate : -1;
 }
 
@@ -168,6 +184,7 @@ static void job_end(struct raid_priv *r, int err)
     j->result = err;
     j->prog.error = err;
     j->prog.state = err ? RK_JOB_FAILED : RK_JOB_DONE;
+    j->prog.rate = job_rate(j, j->prog.pos); /* over the whole job, its sleeps included */
     j->prog.eta = err ? -1 : 0;
     pthread_cond_broadcast(&j->cond);
     pthread_mutex_unlock(&j->lock);
@@ -342,9 +359,7 @@ static void *job_thread(void *arg)
     uint64_t step = raid_job_step_bytes(r, rate);
     pthread_mutex_unlock(&j->lock);
     int err = -EAGAIN;
-
-    if (ops->begin)
-        ops->begin(r, ctx, pos, end);
+    /* ops->begin ran in raid_job_start */
     if (ops->depth > 1 && pos < end) {
         /* step_mul x step, but no more than RAID_JOB_PIPE_STEP (large chunks: one chunk). */
         uint64_t mul = ops->step_mul && (!rate || rate >= 4 * MiB) ? ops->step_mul : 1;
@@ -396,6 +411,7 @@ static int job_claim(struct raid_job *j, const struct raid_job_spec *spec)
     j->prog.eta = -1;
     j->ops = spec->ops;
     j->ctx = spec->ctx;
+    j->no_rate = false;
     j->result = 0;
     atomic_store(&j->stop, 0);
     j->t0 = job_now();
@@ -412,6 +428,10 @@ int raid_job_start(struct raid_priv *r, const struct raid_job_spec *spec)
     if (ret)
         return ret;
     raid_range_activate(r);
+    /* Before the thread and before this returns: the job's "started" line (and a scrub's note
+     * that it has nothing to compare) comes before any progress a caller prints. */
+    if (spec->ops->begin)
+        spec->ops->begin(r, spec->ctx, spec->start, spec->end);
     pthread_mutex_lock(&j->lock);
     int rc = pthread_create(&j->thread, NULL, job_thread, r);
     if (rc) {
@@ -425,6 +445,15 @@ int raid_job_start(struct raid_priv *r, const struct raid_job_spec *spec)
     }
     pthread_mutex_unlock(&j->lock);
     return -rc;
+}
+
+void raid_job_no_rate(struct raid_priv *r)
+{
+    struct raid_job *j = r->job;
+    pthread_mutex_lock(&j->lock);
+    j->no_rate = true;
+    j->prog.rate = 0;
+    pthread_mutex_unlock(&j->lock);
 }
 
 void raid_job_count(struct raid_priv *r, uint64_t mismatches, uint64_t repaired,

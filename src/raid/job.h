@@ -91,6 +91,10 @@ int raid_job_start(struct raid_priv *r, const struct raid_job_spec *spec);
  * one chunk when a low rate limit asks for it. For sizing a kind's step buffer. */
 uint64_t raid_job_step_bytes(const struct raid_priv *r, uint64_t rate);
 
+/* The running job reads nothing (a scrub with no redundancy left to compare): it reports no
+ * data rate (rk_raid_progress.rate 0) and no ETA, rather than the speed of skipping. */
+void raid_job_no_rate(struct raid_priv *r);
+
 /* Add to the running job's counters (rk_raid_progress mismatches, repaired, bad_ranges). */
 void raid_job_count(struct raid_priv *r, uint64_t mismatches, uint64_t repaired,
                     uint64_t bad_ranges);

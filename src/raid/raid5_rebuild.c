@@ -105,10 +105,11 @@ static void r5_report(struct raid_priv *r, struct r5_find *f, uint32_t blk, int 
         snprintf(par, sizeof(par), " (parity P) and slot %u (parity Q)", m.q_slot);
     else if (m.parity != RK_MM_PAR_NONE)
         snprintf(par, sizeof(par), " (parity %s)", rk_raid_mismatch_parity_name(m.parity));
-    rk_warn("scrub: stripe %llu mismatch (%s) on slot %u%s, data bytes [%llu, %llu)%s%s",
+    rk_warn("scrub: stripe %llu mismatch (%s) on slot %u%s, %s [%llu, %llu)%s%s",
             (unsigned long long)g->row, rk_raid_mismatch_kind_name(kind), m.slot, par,
-            (unsigned long long)m.member_off, (unsigned long long)(m.member_off + m.len),
-            fixed ? ": rewrote " : "", fixed ? rk_raid_fix_name(fixed) : "");
+            m.parity == RK_MM_PAR_NONE ? "data bytes" : "bytes", (unsigned long long)m.member_off,
+            (unsigned long long)(m.member_off + m.len), fixed ? ": rewrote " : "",
+            fixed ? rk_raid_fix_name(fixed) : "");
 }
 
 /* Write the buffers of blocks blk and blk2 (UINT32_MAX: none; g->n and g->n + 1 are the

@@ -65,6 +65,8 @@ static void scrub_begin(struct raid_priv *r, void *ctx, uint64_t start, uint64_t
                 missing, r->l.g.members);
     bool uncompared = tolerated == 0 || (missing >= tolerated && !r->l.lvl->unmap);
     raid_job_update(r, scrub_mark_uncompared, &uncompared);
+    if (tolerated > 0 && missing >= tolerated && !r->l.lvl->unmap)
+        raid_job_no_rate(r); /* raid5/raid6 with no parity left to check read nothing */
 }
 
 /* Read errors count as bad ranges and the scrub goes on; other errors end it. */

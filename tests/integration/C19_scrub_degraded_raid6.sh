@@ -53,13 +53,13 @@ head -c 4096 /dev/urandom | dd of="${M[0]}" bs=4096 seek=$(((DOFF + MOFF) / 4096
 scrub_out "${M[0]}" "${M[1]}" "${M[2]}" "${M[3]}"
 n=$(echo "$OUT" | sed -n 's/^scrub finished: \([0-9]*\) mismatches.*/\1/p')
 [ -n "$n" ] && [ "$n" -ge 1 ] || rk_fail "degraded raid6 scrub found no mismatch: $OUT"
-echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) data bytes \[$MOFF, $((MOFF + 4096))): degraded, repaired none" ||
+echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) bytes \[$MOFF, $((MOFF + 4096))): degraded, repaired none" ||
     rk_fail "degraded scrub does not say where: $OUT"
 
 # m3 (P) removed instead: Q is checked.
 scrub_out "${M[0]}" "${M[1]}" "${M[2]}" "${M[4]}"
 echo "$OUT" | grep -q "^scrub finished: 1 mismatches" || rk_fail "scrub without P: $OUT"
-echo "$OUT" | grep -q "^mismatch: slot 4 (parity Q) data bytes \[$MOFF, $((MOFF + 4096))): degraded" ||
+echo "$OUT" | grep -q "^mismatch: slot 4 (parity Q) bytes \[$MOFF, $((MOFF + 4096))): degraded" ||
     rk_fail "scrub without P does not name Q on slot 4: $OUT"
 
 # All five: the check locates the chunk, the repair rewrites it on m0, not the parity.

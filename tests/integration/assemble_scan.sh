@@ -88,12 +88,19 @@ scan 3 alpha
 grep -Eq "^  slot 2: truncated, left out: ${A[2]} is truncated" "$T/scan.out" || rk_fail "truncated member: $(cat "$T/scan.out")"
 cp "$T/a2.cur" "${A[2]}"
 # A stale member is named as such in its slot line, not counted as found.
+cp "${A[0]}" "$T/old0"
 "$RAIDKIT" serve -q --run true "${A[@]}" 2>/dev/null || rk_fail "serve --run true"
 cp "$T/a2.cur" "${A[2]}"
 scan 3 alpha
 grep -Eq "^  slot 2: stale \(event [0-9]+ < [0-9]+\), left out: ${A[2]}\$" "$T/scan.out" || rk_fail "stale wording: $(cat "$T/scan.out")"
 grep -q "2 members found: degraded (of 3 slots, 1 file left out)" "$T/scan.out" || rk_fail "stale counts: $(cat "$T/scan.out")"
 grep -q "is stale" "$T/scan.out" && rk_fail "'stale: is stale' wording: $(cat "$T/scan.out")"
+# An older copy of a slot another file holds: skipped, named stale once (was "stale: is stale").
+printf '[array alpha]\nuuid = %s\nmembers = %s %s %s %s\n' "$uuid" "${A[0]}" "${A[1]}" "$T/a2.cur" "$T/old0" >"$T/old.conf"
+"$RAIDKIT" assemble --scan --config "$T/old.conf" >"$T/old.out" 2>&1
+grep -Eq "^  skipped  $T/old0: stale \(slot 0, event [0-9]+ < newest [0-9]+ of ${A[0]}\); not used\$" "$T/old.out" ||
+    rk_fail "older copy of slot 0: $(cat "$T/old.out")"
+rm -f "$T/old0"
 "$RAIDKIT" replace --slot 2 --with "${A[2]}" "${A[0]}" "${A[1]}" >/dev/null 2>"$T/rep.err" || rk_fail "replace slot 2: $(cat "$T/rep.err")"
 scan 0 alpha
 # A byte copy of a member (same member UUID and event): not healthy, serve NAME refuses.

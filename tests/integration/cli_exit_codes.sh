@@ -73,6 +73,10 @@ want 0 "info --test healthy" info --test "${M[0]}" "${M[1]}" "${M[2]}"
 want 3 "info --test one missing" info --test "${M[0]}" "${M[2]}"
 want 5 "info --test two missing" info --test "${M[0]}"
 grep -q "raid5" "$T/out" || { echo "FAIL: info --test printed no description" >&2; nfail=$((nfail + 1)); }
+# Without --test the state is described, not an exit status (md-style; docs/CLI.md "info").
+want 0 "info one missing, no --test" info "${M[0]}" "${M[2]}"
+want 0 "info --json two missing, no --test" info --json "${M[0]}"
+is_json 'd["array"]["level"] == "raid5" and "ok" not in d'
 
 # info on files that are no raidkit members: says what they are, exits 1.
 truncate -s 4M "$T/zero"
@@ -93,8 +97,17 @@ ev=$(event "${M[0]}")
 [[ $ev =~ ^[0-9]+$ ]] || rk_fail "no event counter read from ${M[0]}: '$ev'"
 want 1 "unbindable socket" serve --listen "unix:$T/no/such/dir/sock" "${M[@]:0:3}"
 [ "$(event "${M[0]}")" = "$ev" ] || { echo "FAIL: a serve that could not bind raised the event counter" >&2; nfail=$((nfail + 1)); }
-# -f is --foreground now (nbdkit), not --force.
+# -f is --foreground now (nbdkit), not --force; a start that needs --force, given -f instead,
+# says so (docs/CLI.md "Short options"), and create's -f is --force.
 want 0 "serve -f (foreground)" serve -q -f --run true "${M[@]:0:3}"
+rk_members 3 8M sf SF
+RAIDKIT_TEST_NO_ZERO=1 "$RAIDKIT" create --level 5 "${SF[@]}" >/dev/null 2>&1 || rk_fail "create ${SF[*]}"
+want 1 "serve -f where --force is needed" serve -f --degraded --run true "${SF[0]}" "${SF[1]}"
+grep -q "start with --force to accept that (-f is --foreground in serve, not --force)$" "$T/err" ||
+    { echo "FAIL: serve -f refusal does not say -f is not --force: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+want 1 "serve --foreground where --force is needed" serve --foreground --degraded --run true "${SF[0]}" "${SF[1]}"
+! grep -q "(-f is" "$T/err" || { echo "FAIL: --foreground named as -f: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+want 0 "create -f (--force) over a raidkit member" create -f -l 1 "${SF[0]}" "${SF[1]}"
 
 # Online: per-command options, --test states, --json.
 CTL=$T/ctl
@@ -119,6 +132,15 @@ rk_stop
 # Offline: replace --json, progress lines without a terminal, scrub --json.
 want 0 "replace --json offline" replace --json --slot 1 --with "${M[3]}" "${M[0]}" "${M[2]}"
 is_json 'd["result"] == "rebuilt" and d["slot"] == 1'
+# The rebuild's start logged once (was also "replacing ...: rebuild started"); a slot left out
+# is "started degraded" once (the read-only precheck before the writable open logs nothing).
+[ "$(grep -c "started" "$T/err")" -eq 1 ] ||
+    { echo "FAIL: offline replace logs its start twice: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+rk_members 4 8M rp RP
+"$RAIDKIT" create --level 5 "${RP[@]:0:3}" >/dev/null 2>&1 || rk_fail "create ${RP[*]:0:3}"
+want 0 "replace of a slot left out" replace --no-progress --slot 1 --with "${RP[3]}" "${RP[0]}" "${RP[2]}"
+[ "$(grep -c "started degraded: slot 1 missing" "$T/err")" -eq 1 ] ||
+    { echo "FAIL: 'started degraded' not logged once: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
 want 0 "scrub offline, no terminal" scrub "${M[0]}" "${M[3]}" "${M[2]}"
 if grep -q $'\r' "$T/err"; then echo "FAIL: progress wrote \\r into a non-terminal" >&2; nfail=$((nfail + 1)); fi
 want 0 "scrub --json --no-progress offline" scrub --json --no-progress "${M[0]}" "${M[3]}" "${M[2]}"
@@ -155,6 +177,10 @@ want 1 "re-add into an active slot (F7)" re-add --slot 1 "${M[3]}" "${M[0]}" "${
 same_events "re-add of an active slot"
 want 1 "replace onto a too small member" replace --slot 2 --with "$T/zero" "${M[0]}" "${M[3]}"
 same_events "replace onto a too small member"
+want 1 "re-add of a file that is no member" re-add --slot 2 "$T/zero" "${M[0]}" "${M[3]}"
+grep -qx "raidkit re-add: $T/zero: not a raidkit member (no superblock magic at offset 0)" "$T/err" ||
+    { echo "FAIL: re-add of a non-member: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
+same_events "re-add of a non-member"
 want 2 "--degraded online" scrub --degraded --control "$T/ctl"
 want 2 "re-add --repair (option table)" re-add --repair --slot 1 "${M[1]}" "${M[0]}" "${M[2]}"
 want 1 "serve --control in a missing directory" serve --control "$T/no/dir/ctl" --run true "${M[0]}" "${M[3]}" "${M[2]}"
@@ -182,10 +208,13 @@ want 1 "create with a bad member path" create --level 1 --size 8M "$T/new0" "$T/
 [ -e "$T/pre" ] || { echo "FAIL: refused create removed the pre-existing $T/pre" >&2; nfail=$((nfail + 1)); }
 rk_serve "${M[0]}" "${M[3]}" "${M[2]}"
 want 1 "create --force over a member in use" create --force --level 1 --size 8M "$T/new2" "${M[0]}"
+grep -qx "raidkit create: ${M[0]} is in use by pid [0-9]* (raidkit); --force does not override that: stop it first" "$T/err" ||
+    { echo "FAIL: create over a member in use: $(cat "$T/err")" >&2; nfail=$((nfail + 1)); }
 [ ! -e "$T/new2" ] || { echo "FAIL: refused create left $T/new2 behind" >&2; nfail=$((nfail + 1)); }
 # Offline commands on a served array name the server holding it (F4), nothing else.
 for args in "scrub ${M[0]} ${M[3]} ${M[2]}" "bitmap --add ${M[0]} ${M[3]} ${M[2]}" \
-    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}"; do
+    "cache create --mode writethrough $T/zero ${M[0]} ${M[3]} ${M[2]}" \
+    "replace --slot 1 --with $T/zero ${M[0]} ${M[2]}" "re-add --slot 1 ${M[3]} ${M[0]} ${M[2]}"; do
     # shellcheck disable=SC2086
     want 1 "offline $args on a served array" $args
     grep -Eq "in use by pid [0-9]+ \(raidkit\)" "$T/err" && [ "$(wc -l <"$T/err")" -eq 1 ] ||

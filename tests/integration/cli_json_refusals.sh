@@ -51,6 +51,11 @@ refused 1 fail fail --json --slot 5 --control "$T/ctl"
 refused 1 scrub scrub --json --control "$T/ctl"
 grep -q 'one job at a time' "$T/err.$n" || { echo "FAIL: scrub during a scrub: $(cat "$T/err.$n")" >&2; nfail=$((nfail + 1)); }
 refused 1 "re-add" re-add --json --slot 0 "${M[0]}" --control "$T/ctl"
+# offline commands on the members the server holds: refused locally, the same shape
+truncate -s 16M "$T/new"
+refused 1 replace replace --json --slot 1 --with "$T/new" "${M[0]}"
+grep -q "in use by pid" "$T/err.$n" || { echo "FAIL: offline replace on served members: $(cat "$T/err.$n")" >&2; nfail=$((nfail + 1)); }
+refused 1 "re-add" re-add --json --slot 1 "${M[1]}" "${M[0]}"
 rk_stop
 python3 - "$T" "$n" <<'EOP' || nfail=$((nfail + 1))
 import json, sys

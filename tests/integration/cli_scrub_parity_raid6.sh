@@ -21,7 +21,7 @@ scrub() { # scrub ARGS...: offline scrub of all five, output into $OUT
 }
 spoil "${M[3]}"
 scrub
-echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) data bytes \[$MOFF, $END): located, repaired none" ||
+echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) bytes \[$MOFF, $END): located, repaired none" ||
     rk_fail "P mismatch does not name P on slot 3: $OUT"
 scrub --json
 python3 -c 'import json,sys; m=json.loads(sys.argv[1])["mismatch_list"]; assert [(x["slot"], x.get("parity")) for x in m] == [(3, "P")], m' "$OUT" ||
@@ -35,13 +35,13 @@ scrub --json
 python3 -c 'import json,sys; m=json.loads(sys.argv[1])["mismatch_list"]; assert [(x["slot"], x.get("parity"), x["repaired"]) for x in m] == [(4, "Q", "none")], m' "$OUT" ||
     rk_fail "JSON of the Q mismatch: $OUT"
 scrub --repair
-echo "$OUT" | grep -q "^mismatch: slot 4 (parity Q) data bytes \[$MOFF, $END): located, repaired parity" ||
+echo "$OUT" | grep -q "^mismatch: slot 4 (parity Q) bytes \[$MOFF, $END): located, repaired parity" ||
     rk_fail "Q mismatch does not name Q on slot 4: $OUT"
 
 spoil "${M[0]}"
 spoil "${M[3]}"
 scrub
-echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) and slot 4 (parity Q) data bytes \[$MOFF, $END): unlocated" ||
+echo "$OUT" | grep -q "^mismatch: slot 3 (parity P) and slot 4 (parity Q) bytes \[$MOFF, $END): unlocated" ||
     rk_fail "unlocated mismatch does not name P and Q: $OUT"
 scrub --json
 python3 -c 'import json,sys; m=json.loads(sys.argv[1])["mismatch_list"]; assert [(x["slot"], x.get("parity"), x.get("q_slot")) for x in m] == [(3, "P+Q", 4)], m' "$OUT" ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The man pages built from docs/CLI.md: raidkit(8) and one raidkit-COMMAND(8) per command of
 # `raidkit --help`, each formatted by man without a single warning, each naming every option
-# the command's --help lists.
+# the command's --help lists (a short one as "-X, --long").
 set -euo pipefail
 : "${RAIDKIT:?}" "${RAIDKIT_BUILD_DIR:?}"
 command -v scdoc >/dev/null || { echo "SKIP: scdoc not installed (man pages not built)"; exit 77; }
@@ -20,15 +20,23 @@ for f in "$dir"/*.8; do
         fail=1
     fi
 done
-# Every long option of every command's --help is in its page.
+# Every long option of every command's --help is in its page, and every short one as "-X, --long"
+# (raidkit(8): the options before a command).
 for c in $cmds; do
     [ -f "$dir/raidkit-$c.8" ] || continue
-    page=$(MANWIDTH=200 man -l "$dir/raidkit-$c.8" 2>/dev/null | sed 's/‐//g')
+    page=$(MANWIDTH=200 man -l "$dir/raidkit-$c.8" 2>/dev/null | sed 's/‐//g' | tr '\n' ' ' | tr -s ' ')
     for o in $("$RAIDKIT" "$c" --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z][a-z-]*' | grep -o -- '--.*' | sort -u); do
         [ "$o" = --help ] && continue
         grep -q -- "$o" <<<"$page" || { echo "FAIL: raidkit-$c(8) lacks $o" >&2; fail=1; }
     done
+    while read -r pair; do
+        grep -qF -- "$pair" <<<"$page" || { echo "FAIL: raidkit-$c(8) lacks the short option '$pair'" >&2; fail=1; }
+    done < <("$RAIDKIT" "$c" --help | grep -oE '^ +-[a-zA-Z], --[a-z][a-z-]*' | sed 's/^ *//' | grep -v -- '--help$')
 done
+page=$(MANWIDTH=200 man -l "$dir/raidkit.8" 2>/dev/null | sed 's/‐//g' | tr '\n' ' ' | tr -s ' ')
+while read -r pair; do
+    grep -qF -- "$pair" <<<"$page" || { echo "FAIL: raidkit(8) lacks the short option '$pair'" >&2; fail=1; }
+done < <("$RAIDKIT" --help | grep -oE '^ +-[a-zA-Z], --[a-z][a-z-]*' | sed 's/^ *//')
 # A user's page says nothing about its generator or the source tree.
 for p in "$dir"/*.8; do
     t=$(MANWIDTH=200 man -l "$p" 2>/dev/null)

@@ -450,14 +450,14 @@ static void test_foreign(void **state)
     mkfile(junk, 2 * MIB, 99);
     const char *withjunk[2] = {a[0], junk};
     assert_int_equal(rk_volume_open(withjunk, 2, NULL, &v, err, sizeof(err)), -ENODEV);
-    assert_non_null(strstr(err, "junk.img not a raidkit member"));
+    assert_non_null(strstr(err, "junk.img is not a raidkit member"));
     assert_non_null(strstr(err, "slot 1"));
 
     /* info describes all of it without failing. */
     const char *all[4] = {a[0], a[1], b[0], junk};
     char *text = rk_volume_info(all, 4, false, err, sizeof(err));
     assert_non_null(text);
-    assert_non_null(strstr(text, "junk.img: not-raidkit: not a raidkit member"));
+    assert_non_null(strstr(text, "junk.img: not a raidkit member"));
     assert_non_null(strstr(text, ub));
     assert_non_null(strstr(text, "foreign"));
     assert_non_null(strstr(text, "level:        raid1, 2 members"));
