@@ -12,7 +12,8 @@
  * (FORMAT.md "Replay"), whatever they hold; but it costs availability there (a degraded dirty
  * start is refused for them, and a partial entry logged later into them is not provable
  * without the window's rows' history), and a window never covers a row with an older live
- * partial entry (win_clip: the window would supersede the partial parity that repairs it).
+ * partial entry (win_clip: the window would supersede the partial parity that repairs it, so a
+ * degraded start would be refused there; availability, not safety).
  * What the replay relies on is that, per row, the seq order of the live entries is the order
  * of the writes, against every entry that is not a whole-stripe one (between two whole-stripe
  * entries the order does not change the replay's result, so windows may overlap); so any other

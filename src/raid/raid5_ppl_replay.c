@@ -17,6 +17,22 @@
 
 /* ---- replay and start ---- */
 
+static rk_ppl_report_fn ppl_report_fn; /* rk_ppl_set_report: the torture's view of the replay */
+static void *ppl_report_ctx;
+
+void rk_ppl_set_report(rk_ppl_report_fn fn, void *ctx)
+{
+    ppl_report_fn = fn;
+    ppl_report_ctx = ctx;
+}
+
+/* The replay decided columns [lo, hi) of stripe row: consistent (ok) or left as they are. */
+static void ppl_report(uint64_t row, uint64_t lo, uint64_t hi, bool ok)
+{
+    if (ppl_report_fn)
+        ppl_report_fn(ppl_report_ctx, row, (uint32_t)lo, (uint32_t)hi, ok);
+}
+
 /* Is the RK_PPL_BLOCK-byte block b all zeros (a region that was never written)? */
 static bool ppl_block_zero(const char *b)
 {
@@ -356,6 +372,7 @@ static uint64_t lent_apply_full(struct r5_req *q, const struct ppl_lent *ls, siz
             ok = !lent_from_data(q, &g, targets, chunk - lo < win ? chunk - lo : win,
                                  row * chunk + lo);
         stripe_unlock_range(&q->p->locks, row, 1);
+        ppl_report(row, 0, chunk, ok);
         left += !ok;
     }
     return left;
@@ -384,18 +401,25 @@ static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, s
     bool ok = true;
     if ((rd & dmask) == dmask) {
         ok = !lent_from_data(q, &g, targets, len, moff);
+        ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
     } else if (ppl_read(q, &g, rd, len, moff)) {
         ok = false;
+        ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
     } else {
         uint32_t np = lent_points(ls, nl, x, &pt);
         ok = np >= 2;
+        if (!ok)
+            ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
         for (uint32_t j = 0; j + 1 < np; j++) {
             uint32_t s = pt[j], t = pt[j + 1], older;
-            bool newer;
+            bool newer, run;
             lent_context(ls, nl, xi, g.nd, s, t, &newer, &older);
-            if (!newer)
-                ok &= lent_run(q, &g, &c, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
-                               t - s);
+            if (newer)
+                continue; /* a later entry decides these columns */
+            run = lent_run(q, &g, &c, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
+                           t - s);
+            ppl_report(g.row, s, t, run);
+            ok &= run;
         }
         lent_write(q, &g, targets, len, moff);
     }
