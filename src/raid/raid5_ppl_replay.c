@@ -549,8 +549,10 @@ int r5_ppl_start(struct raid_priv *r, int mode)
     if (r5_ppl_write_heads(r, L, upto) && !r5_alive(r))
         ret = -EIO;
     for (uint32_t s = 0; s < r->l.g.members; s++)
-        if (upto[s])
+        if (upto[s]) {
             L->m[s].dev = r->members[s];
+            L->m[s].joins = atomic_load(&r->joins[s]);
+        }
     L->busy = false;
     L->on = true;
     for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
