@@ -97,6 +97,7 @@ struct ppl_scan {
     size_t nf, cap;
     uint64_t next;      /* > every seq seen, >= every retirement point */
     unsigned untrusted; /* log blocks ignored as corrupt or out of bounds (heads included) */
+    uint32_t badhead;   /* slots whose head was not a valid head (bit s): retired unknown */
     bool haskey[RK_MAX_MEMBERS]; /* the slot's head holds a log key (key[slot]) */
     uint8_t key[RK_MAX_MEMBERS][RK_PPL_KEY_BYTES];
 };

@@ -59,10 +59,9 @@ void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, stru
     int ret = rk_ppl_head_decode((const uint8_t *)buf, L->id, &h, err, sizeof(err));
     sc->haskey[slot] = !ret && h.haskey;
     memcpy(sc->key[slot], h.key, RK_PPL_KEY_BYTES);
-    if (ret && ret != RK_PPL_ENONE)
-        sc->untrusted++;
-    if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
-        sc->untrusted++;
+    bool bad = (ret && ret != RK_PPL_ENONE) || (ret == RK_PPL_ENONE && !ppl_block_zero(buf));
+    sc->untrusted += bad;
+    sc->badhead |= bad ? 1u << slot : 0;
     if (ret && ret != RK_PPL_ENONE)
         rk_warn("raid: slot %" PRIu32 " (%s): %s; log head ignored", slot, who, err);
     else if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
@@ -462,6 +461,28 @@ static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
     return n;
 }
 
+/* A slot whose head is not valid (corrupt: the head is one FUA block, a crash never tears it)
+ * gives no retirement point, so any of its entries may be long retired, its partial parity
+ * stale. With every member readable the replay recomputes their stripes from the data
+ * (harmless); with one missing, such an entry could rebuild the missing chunk as it was long
+ * ago. Returns the slots that make a degraded replay unprovable (warned), 0 when none do: then
+ * the start is refused before anything is written (--force replays them as they are). */
+static uint32_t ppl_badhead(struct raid_priv *r, const struct ppl_scan *sc)
+{
+    uint32_t all = (1u << r->l.g.members) - 1, bad = 0;
+    if (raid_slot_mask(r, RAID_STATES_READ) == all)
+        return 0;
+    for (size_t i = 0; i < sc->nf; i++)
+        bad |= sc->badhead & (1u << sc->f[i].slot);
+    for (uint32_t s = 0; s < r->l.g.members; s++)
+        if (bad & (1u << s))
+            rk_warn("raid: slot %" PRIu32 " (%s): its partial parity log head is not valid, so "
+                    "which of its log entries are still live cannot be told; with a member "
+                    "missing they cannot be replayed",
+                    s, r->members[s]->name);
+    return bad;
+}
+
 /* Replay the entries sc found (docs/FORMAT.md "Replay"): per column, the latest live entry that
  * covers it decides. Returns the stripe windows left unproven. */
 static int ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
@@ -525,7 +546,10 @@ int r5_ppl_start(struct raid_priv *r, int mode)
         }
     if (!key)
         randombytes_buf(L->key, RK_PPL_KEY_BYTES);
-    int left = (mode & RK_LOG_REPLAY) ? ppl_replay(r, &sc) : 0;
+    /* Entries that may be long retired are not replayed into a degraded array unless forced. */
+    int left = 0;
+    if (mode & RK_LOG_REPLAY)
+        left = ppl_badhead(r, &sc) && !(mode & RK_LOG_FORCE) ? 1 : ppl_replay(r, &sc);
     if (left && !(mode & RK_LOG_FORCE)) {
         /* Keep the log: a start with force (or with the member back) replays it again. */
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
