@@ -22,7 +22,7 @@ int wl_init(struct wl *w, uint64_t nblocks, uint64_t seed, uint64_t max_ops)
     pthread_mutex_init(&w->mu, NULL);
     w->nblocks = nblocks;
     w->max_ops = max_ops;
-    w->stream = seed & 1;
+    w->stream = seed % 4 != 0;
     uint64_t rows = nblocks / WL_STREAM_BLOCKS;
     w->next = rows ? (seed * 0x9e3779b97f4a7c15ull >> 17) % rows * WL_STREAM_BLOCKS : 0;
     /* The key: BLAKE2b of the seed, so a replayed seed writes the same stamps. */
@@ -60,6 +60,34 @@ void wl_free(struct wl *w)
     pthread_mutex_destroy(&w->mu);
 }
 
+/*
+ * A partial write into the stripe the stream writes next, which the stream then overwrites
+ * whole: in the log, a partial entry between a window and a write under that window, the order
+ * the windows' cut keeps (docs/FORMAT.md "Partial parity log"). 3 of 4 cover every data chunk
+ * but one whole (the replay's partial parity then covers every chunk present, the path that
+ * trusts the log's order), leaving out the chunk on the slot the check removes when it is at
+ * either end of the stripe (w->lay), else the first or last at random; the others 1..8 blocks
+ * from a random block of that stripe. mu held.
+ */
+static void wl_ahead(const struct wl *w, uint64_t r, struct wl_op *op)
+{
+    uint64_t row = w->next / WL_STREAM_BLOCKS;
+    uint32_t nd = WL_STREAM_BLOCKS / WL_CHUNK_BLOCKS, first = (uint32_t)((r >> 33) & 1);
+    if (w->lay.n) { /* the left-symmetric layout (docs/FORMAT.md "raid5, raid6") */
+        uint32_t n = w->lay.n, p = n - 1 - (uint32_t)(row % n);
+        uint32_t k = (w->lay.slot + 2 * n - p - w->lay.np) % n;
+        first = k == 0 ? 1 : k == nd - 1 ? 0 : first;
+    }
+    if ((r >> 32) % 8) {
+        op->n = (nd - 1) * WL_CHUNK_BLOCKS;
+        op->start = row * WL_STREAM_BLOCKS + first * WL_CHUNK_BLOCKS;
+    } else {
+        op->start = row * WL_STREAM_BLOCKS + (r >> 34) % WL_STREAM_BLOCKS;
+    }
+    if (op->start + op->n > w->nblocks)
+        op->start = (r >> 16) % w->nblocks;
+}
+
 bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
 {
     for (;;) {
@@ -73,7 +101,9 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
             pthread_mutex_unlock(&w->mu);
             return false;
         }
-        if (p < 8 && !w->flushing) {
+        /* Stream cycles flush less (3%): a FLUSH closes the log's windows and retires their
+         * entries, and what the stream cycle is after lives between two FLUSHes. */
+        if (p < (w->stream ? 3u : 8u) && !w->flushing) {
             op->flush = true;
             w->flushing = true;
             memcpy(w->snap, w->acked, w->nblocks * sizeof(uint32_t));
@@ -84,11 +114,17 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
         }
         op->fua = p >= 8 && p < 22;
         /* In a stream cycle, a quarter of the writes continue one sequential stream of whole
-         * stripes (full-stripe writes, the partial parity log's windows); the rest land
-         * anywhere. */
+         * stripes (the partial parity log's windows), 3 of 4 of them FUA (durable while the
+         * window that covers them is still live), and 30% are partial writes into the stripe
+         * the stream writes next (wl_ahead); the rest land anywhere. */
         bool stream = w->stream && p >= 22 && p < 47;
+        bool ahead = w->stream && p >= 47 && p < 77;
         op->n = stream ? WL_STREAM_BLOCKS : 1 + (uint32_t)((r >> 8) % WL_RAND_BLOCKS);
         op->start = stream ? w->next : (r >> 16) % w->nblocks;
+        if (stream)
+            op->fua = (r >> 40) % 8 != 0;
+        if (ahead)
+            wl_ahead(w, r, op);
         if (stream && op->start + op->n > w->nblocks)
             op->start = 0;
         if (op->start + op->n > w->nblocks)
@@ -278,7 +314,8 @@ static void wl_classify(const struct wl *w, uint64_t b, const uint8_t *data, uin
     }
 }
 
-void wl_verify(const struct wl *w, struct rk_dev *dev, struct wl_verify *v)
+void wl_verify(const struct wl *w, struct rk_dev *dev, struct wl_verify *v, wl_skip_fn skip,
+               void *ctx)
 {
     enum { CHUNK = 64 }; /* blocks per read */
     memset(v, 0, sizeof(*v));
@@ -289,11 +326,16 @@ void wl_verify(const struct wl *w, struct rk_dev *dev, struct wl_verify *v)
         uint64_t n = w->nblocks - b < CHUNK ? w->nblocks - b : CHUNK;
         if (rk_dev_read(dev, buf, n * STAMP_BLOCK, b * STAMP_BLOCK) == 0) {
             for (uint64_t i = 0; i < n; i++)
-                wl_classify(w, b + i, buf + i * STAMP_BLOCK, scratch, v);
+                if (skip && skip(ctx, b + i))
+                    v->unproven++;
+                else
+                    wl_classify(w, b + i, buf + i * STAMP_BLOCK, scratch, v);
             continue;
         }
         for (uint64_t i = 0; i < n; i++) { /* block by block: which ones fail */
-            if (rk_dev_read(dev, buf, STAMP_BLOCK, (b + i) * STAMP_BLOCK) == 0) {
+            if (skip && skip(ctx, b + i)) {
+                v->unproven++;
+            } else if (rk_dev_read(dev, buf, STAMP_BLOCK, (b + i) * STAMP_BLOCK) == 0) {
                 wl_classify(w, b + i, buf, scratch, v);
             } else {
                 v->read_errors++;

@@ -16,6 +16,7 @@
 #define WL_RAND_BLOCKS   8u  /* blocks per random write, 1..8 */
 #define WL_STREAM_BLOCKS 12u /* blocks per write of the sequential stream (a 48 KiB stripe) */
 #define WL_MAX_BLOCKS    12u /* blocks per write at most */
+#define WL_CHUNK_BLOCKS  4u  /* blocks per chunk of the driver's arrays (16 KiB) */
 
 enum wl_src { WL_SRC_NONE = 0, WL_SRC_FLUSH, WL_SRC_FUA };
 
@@ -34,8 +35,13 @@ struct wl {
     bool flushing;     /* one FLUSH in flight at most */
     uint32_t gen;      /* last generation handed out */
     uint64_t next;     /* where the sequential stream's next write starts (block index) */
-    bool stream;       /* this cycle has the stream (odd seeds: the others keep more of the
+    bool stream;       /* this cycle has the stream (3 seeds of 4: the others keep more of the
                         * dirty + degraded starts provable, a whole-stripe entry never is) */
+    /* raid5/raid6 (n 0: other levels): members, parity blocks per stripe and the slot the
+     * check will remove or fail (wl_ahead leaves its chunk out) */
+    struct {
+        uint32_t n, np, slot;
+    } lay;
     _Atomic bool stop; /* a request failed (the cut): issue nothing more */
     uint64_t max_ops;  /* safety bound on requests per cycle */
     /* The MAC of every stamp written, by (block, generation): open addressing, under mu; lets
@@ -94,14 +100,21 @@ int wl_run_nbd(struct wl *w, struct rk_dev *dev, int qd, uint64_t seed, char *er
 /* Per-block classification of one verify pass (counts in blocks). */
 struct wl_verify {
     uint64_t old, neu, lost_flush, lost_fua, garbage, read_errors;
+    uint64_t unproven;   /* blocks not judged: the log replay left their stripe as it was */
     uint64_t first_bad;  /* block index of the first bad block, UINT64_MAX when none */
     int64_t first_bad_g; /* what it held: generation, or -1 garbage, -2 read error */
 };
 
+/* Blocks a verify does not judge (wl_verify): true for block b when its content is not promised
+ * (a forced start left its stripe's parity as it was and b is rebuilt from it). */
+typedef bool (*wl_skip_fn)(void *ctx, uint64_t b);
+
 /* Read every block of dev and classify it against w: old (the durable generation), new (a later
  * one), lost_flush / lost_fua (older than durable: a flushed or FUA write lost), garbage (no
- * valid stamp for this block), read_errors. */
-void wl_verify(const struct wl *w, struct rk_dev *dev, struct wl_verify *v);
+ * valid stamp for this block), read_errors; blocks for which skip (NULL: none) is true only
+ * count as unproven. */
+void wl_verify(const struct wl *w, struct rk_dev *dev, struct wl_verify *v, wl_skip_fn skip,
+               void *ctx);
 
 /* True when v holds no lost, garbage or unreadable block. */
 bool wl_verify_ok(const struct wl_verify *v);

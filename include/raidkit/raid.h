@@ -199,8 +199,11 @@ struct rk_dev *rk_raid_member(struct rk_dev *raid, uint32_t slot);
  * never do until its rebuild completes. The member must hold data_offset + data_size[slot]
  * bytes and have a block size <= the array's. The device that held the slot before stays owned
  * by the caller (keep it open until the raid device is closed: I/O may still be in flight).
- * Returns 0, -EINVAL (bad slot, member too small or block size too large), -EBUSY (slot not
- * failed/missing, or a job is running), -EOPNOTSUPP (level without redundancy).
+ * raid5/raid6 with a partial parity log void what the member's own log holds first (a returning
+ * member's entries from before it left). Returns 0, -EINVAL (bad slot, member too small or
+ * block size too large), -EBUSY (slot not failed/missing, or a job is running), -EOPNOTSUPP
+ * (level without redundancy), -EIO (the member's log head could not be written: the slot is
+ * FAILED again, holding member).
  */
 int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member);
 

@@ -279,6 +279,12 @@ void r5_ppl_close(struct r5_priv *p);
  * RK_LOG_REPLAY), start empty; -EUCLEAN (log kept) for an unprovable degraded replay without
  * RK_LOG_FORCE. */
 int r5_ppl_start(struct raid_priv *r, int mode);
+/* The level's log_join hook: slot's member has just joined (rk_raid_add_member). Its ring is
+ * adopted at once (its head voids every entry it holds, seq numbers continue above them) and
+ * every log window closes, so nothing it held before it left is taken for live by a later
+ * replay, even when it becomes readable before any entry is logged on it. Returns 0, or -EIO
+ * when its head write failed (the slot was failed). */
+int r5_ppl_join(struct raid_priv *r, uint32_t slot);
 /*
  * The write step between parity computation and commit: when the log is on and window w of
  * stripe g writes the data blocks in touched and the parity blocks in pwrite (q's P/Q buffers

@@ -180,6 +180,11 @@ static uint64_t ring_first_open(const struct r5_ppl *L, const struct ppl_ring *m
 static void ppl_retire(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto)
 {
     uint32_t n = r->l.g.members;
+    /* A ring not adopted yet (a member that joined since) keeps its entries: its head is
+     * written by the adoption, above every seq. */
+    for (uint32_t s = 0; s < n; s++)
+        if (!ppl_ring_current(r, &L->m[s], s))
+            upto[s] = 0;
     pthread_mutex_unlock(&L->lock);
     uint32_t wr = raid_slot_mask(r, RAID_STATES_WRITE);
     for (uint32_t s = 0; s < n; s++)
@@ -253,6 +258,7 @@ static uint64_t ring_used(const struct r5_ppl *L, const struct ppl_ring *m)
 static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
 {
     struct rk_dev *dev = r->members[slot];
+    uint32_t joins = atomic_load(&r->joins[slot]);
     struct ppl_scan sc = {.next = 1};
     L->busy = true;
     pthread_mutex_unlock(&L->lock);
@@ -269,11 +275,34 @@ static int ppl_adopt(struct raid_priv *r, struct r5_ppl *L, uint32_t slot)
     pthread_mutex_lock(&L->lock);
     struct ppl_ring *m = &L->m[slot];
     m->dev = ret ? NULL : dev;
+    m->joins = joins;
     m->retired = retired;
     m->head = m->first = m->count = 0;
     L->busy = false;
     ppl_wake(L);
     ppl_ring_wake(m); /* their entries on this ring are gone */
+    return ret;
+}
+
+int r5_ppl_join(struct raid_priv *r, uint32_t slot)
+{
+    struct r5_priv *p = r->level_priv;
+    struct r5_ppl *L = p ? p->ppl : NULL;
+    int ret = 0;
+    if (!L)
+        return 0;
+    pthread_mutex_lock(&L->lock);
+    ppl_win_close_all(L); /* the slot's member changed: no window is taken over it again */
+    /* Not only at its first entry (r5_ppl_alloc): the member may become readable (its rebuild
+     * ends) before any entry goes to it, and a returning member may be the same device. */
+    while (L->on && !ret && !ppl_ring_current(r, &L->m[slot], slot) &&
+           (raid_slot_mask(r, RAID_STATES_WRITE) & (1u << slot))) {
+        if (L->busy)
+            ppl_wait(L);
+        else
+            ret = ppl_adopt(r, L, slot);
+    }
+    pthread_mutex_unlock(&L->lock);
     return ret;
 }
 
@@ -296,7 +325,7 @@ int r5_ppl_alloc(struct raid_priv *r, struct r5_ppl *L, uint32_t *slots, int *n,
     pthread_mutex_lock(&L->lock);
     for (int i = 0; i < *n;) {
         struct ppl_ring *m = &L->m[slots[i]];
-        if (m->dev != r->members[slots[i]]) {
+        if (!ppl_ring_current(r, m, slots[i])) {
             uint32_t bit = 1u << slots[i];
             if (L->busy) {
                 ppl_wait(L);
@@ -360,7 +389,7 @@ static void ppl_retire_durable(struct raid_priv *r, struct r5_ppl *L, const uint
     for (int i = 0; i < n; i++) {
         uint32_t s = slots ? slots[i] : (uint32_t)i;
         const struct ppl_ring *m = &L->m[s];
-        if (m->dev == r->members[s] && m->count && m->q[m->first].durable) {
+        if (ppl_ring_current(r, m, s) && m->count && m->q[m->first].durable) {
             upto[s] = ring_first_volatile(L, m);
             any = true;
         }

@@ -125,4 +125,15 @@ int rk_ppl_entry_decode(const uint8_t *buf, const struct rk_ppl_limits *lim, str
 int rk_ppl_payload_check(const struct rk_ppl_entry *e, const void *payload, char *err,
                          size_t errlen);
 
+/*
+ * Test hook (the power-cut torture, bench/torture/): the replay calls fn for every column run it
+ * decides, in replay order: stripe row, columns [lo, hi) of its chunks, and whether the run is
+ * now consistent (ok) or was left as it is (not provable). A later call over the same columns
+ * replaces an earlier one (per column the latest live entry decides). Columns it never reports
+ * had no live entry: the replay took them as consistent. Process-wide, NULL (the default): no
+ * reports; set it before the array opens.
+ */
+typedef void (*rk_ppl_report_fn)(void *ctx, uint64_t row, uint32_t lo, uint32_t hi, bool ok);
+void rk_ppl_set_report(rk_ppl_report_fn fn, void *ctx);
+
 #endif

@@ -12,14 +12,16 @@
  * (FORMAT.md "Replay"), whatever they hold; but it costs availability there (a degraded dirty
  * start is refused for them, and a partial entry logged later into them is not provable
  * without the window's rows' history), and a window never covers a row with an older live
- * partial entry (win_clip: the window would supersede the partial parity that repairs it).
+ * partial entry (win_clip: the window would supersede the partial parity that repairs it, so a
+ * degraded start would be refused there; availability, not safety).
  * What the replay relies on is that, per row, the seq order of the live entries is the order
  * of the writes, against every entry that is not a whole-stripe one (between two whole-stripe
  * entries the order does not change the replay's result, so windows may overlap); so any other
  * entry of a row (a partial-stripe write, zeroing, an exact whole-stripe entry) cuts that row
  * out of every window when it is logged (ppl_win_cut), under the row's stripe lock, which
  * every write under a window holds as well.
- * A window is only taken while its entry's members are still the slots' members. A window closes at
+ * A window is only taken while its entry's members are still the slots' members (the same devices,
+ * none of which left and came back since: r->joins). A window closes at
  * every member flush (client FLUSH, bitmap cleaner), at every reclaim, every PPL_WIN_RECLAIM
  * windows and when its stream moves on; its entry is complete (and retires like any other) once it
  * is closed and the last write under it ended.
@@ -62,7 +64,8 @@ static bool win_members_same(struct raid_priv *r, const struct ppl_win *w)
     if (w->slots != full_slots(r, w->row, w->span))
         return false;
     for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
-        if ((w->slots & (1u << s)) && w->dev[s] != r->members[s])
+        if ((w->slots & (1u << s)) &&
+            (w->dev[s] != r->members[s] || w->joins[s] != atomic_load(&r->joins[s])))
             return false;
     return true;
 }
@@ -188,8 +191,10 @@ static int full_entry(struct r5_req *q, uint64_t row, uint64_t count, uint64_t n
         if (x)
             x->ws = PPL_READY;
         mask |= 1u << tok->slot[i];
-        if (w)
-            w->dev[tok->slot[i]] = r->members[tok->slot[i]];
+        if (w) { /* the member its entry went to; NULL: that ring was adopted since */
+            w->dev[tok->slot[i]] = x ? L->m[tok->slot[i]].dev : NULL;
+            w->joins[tok->slot[i]] = L->m[tok->slot[i]].joins;
+        }
     }
     if (w) { /* its usable rows [ulo, uhi) are what cuts since the reservation left */
         w->seq = e.seq;

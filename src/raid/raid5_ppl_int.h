@@ -32,6 +32,7 @@ struct ppl_ent {
  * concurrent writers go out as one member write (r5_ppl_commit). */
 struct ppl_ring {
     struct rk_dev *dev; /* member whose head this session wrote; other: adopt it first */
+    uint32_t joins;     /* r->joins[slot] then (ppl_ring_current) */
     uint64_t head;      /* next free position (ring bytes) */
     uint64_t retired;   /* the durable retirement point (head block) */
     uint32_t first, count;
@@ -56,6 +57,7 @@ struct ppl_win {
     uint32_t slots;    /* slots its entry is on */
     uint64_t span;     /* rows its slots were chosen for (before the clip, full_slots) */
     struct rk_dev *dev[RK_MAX_MEMBERS]; /* their members then (a replaced one: log afresh) */
+    uint32_t joins[RK_MAX_MEMBERS];     /* and r->joins[] then (a member that came back) */
     unsigned holds;                     /* writes in flight under it, its creator included */
     bool open;                          /* new writes may take it */
     bool used;                          /* open, held or being logged */
@@ -95,6 +97,7 @@ struct ppl_scan {
     size_t nf, cap;
     uint64_t next;      /* > every seq seen, >= every retirement point */
     unsigned untrusted; /* log blocks ignored as corrupt or out of bounds (heads included) */
+    uint32_t badhead;   /* slots whose head was not a valid head (bit s): retired unknown */
     bool haskey[RK_MAX_MEMBERS]; /* the slot's head holds a log key (key[slot]) */
     uint8_t key[RK_MAX_MEMBERS][RK_PPL_KEY_BYTES];
 };
@@ -152,6 +155,14 @@ int r5_ppl_write_heads(struct raid_priv *r, struct r5_ppl *L, uint64_t *upto);
  * point (sc->buf[slot] keeps the region image; caller frees it and sc->f). Untrusted blocks are
  * logged and ignored. Holds no lock. */
 void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, struct ppl_scan *sc);
+
+/* Ring m of slot s is the one this session set up for the slot's member: the same device, and
+ * no member joined the slot since (one that left and came back may be the same device). Else
+ * it must be adopted before any entry goes to it. Lock held (or busy). */
+static inline bool ppl_ring_current(struct raid_priv *r, const struct ppl_ring *m, uint32_t s)
+{
+    return m->dev == r->members[s] && m->joins == atomic_load(&r->joins[s]);
+}
 
 /* Wake the threads waiting on L->cond (an entry completed; a reclaim or adoption ended). Lock
  * held. */

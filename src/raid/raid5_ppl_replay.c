@@ -17,6 +17,22 @@
 
 /* ---- replay and start ---- */
 
+static rk_ppl_report_fn ppl_report_fn; /* rk_ppl_set_report: the torture's view of the replay */
+static void *ppl_report_ctx;
+
+void rk_ppl_set_report(rk_ppl_report_fn fn, void *ctx)
+{
+    ppl_report_fn = fn;
+    ppl_report_ctx = ctx;
+}
+
+/* The replay decided columns [lo, hi) of stripe row: consistent (ok) or left as they are. */
+static void ppl_report(uint64_t row, uint64_t lo, uint64_t hi, bool ok)
+{
+    if (ppl_report_fn)
+        ppl_report_fn(ppl_report_ctx, row, (uint32_t)lo, (uint32_t)hi, ok);
+}
+
 /* Is the RK_PPL_BLOCK-byte block b all zeros (a region that was never written)? */
 static bool ppl_block_zero(const char *b)
 {
@@ -43,10 +59,9 @@ void r5_ppl_scan_slot(struct raid_priv *r, struct r5_ppl *L, uint32_t slot, stru
     int ret = rk_ppl_head_decode((const uint8_t *)buf, L->id, &h, err, sizeof(err));
     sc->haskey[slot] = !ret && h.haskey;
     memcpy(sc->key[slot], h.key, RK_PPL_KEY_BYTES);
-    if (ret && ret != RK_PPL_ENONE)
-        sc->untrusted++;
-    if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
-        sc->untrusted++;
+    bool bad = (ret && ret != RK_PPL_ENONE) || (ret == RK_PPL_ENONE && !ppl_block_zero(buf));
+    sc->untrusted += bad;
+    sc->badhead |= bad ? 1u << slot : 0;
     if (ret && ret != RK_PPL_ENONE)
         rk_warn("raid: slot %" PRIu32 " (%s): %s; log head ignored", slot, who, err);
     else if (ret == RK_PPL_ENONE && !ppl_block_zero(buf))
@@ -356,6 +371,7 @@ static uint64_t lent_apply_full(struct r5_req *q, const struct ppl_lent *ls, siz
             ok = !lent_from_data(q, &g, targets, chunk - lo < win ? chunk - lo : win,
                                  row * chunk + lo);
         stripe_unlock_range(&q->p->locks, row, 1);
+        ppl_report(row, 0, chunk, ok);
         left += !ok;
     }
     return left;
@@ -384,18 +400,25 @@ static bool lent_apply(struct r5_req *q, const struct ppl_lent *ls, size_t nl, s
     bool ok = true;
     if ((rd & dmask) == dmask) {
         ok = !lent_from_data(q, &g, targets, len, moff);
+        ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
     } else if (ppl_read(q, &g, rd, len, moff)) {
         ok = false;
+        ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
     } else {
         uint32_t np = lent_points(ls, nl, x, &pt);
         ok = np >= 2;
+        if (!ok)
+            ppl_report(g.row, x->e.lo, x->e.lo + len, ok);
         for (uint32_t j = 0; j + 1 < np; j++) {
             uint32_t s = pt[j], t = pt[j + 1], older;
-            bool newer;
+            bool newer, run;
             lent_context(ls, nl, xi, g.nd, s, t, &newer, &older);
-            if (!newer)
-                ok &= lent_run(q, &g, &c, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
-                               t - s);
+            if (newer)
+                continue; /* a later entry decides these columns */
+            run = lent_run(q, &g, &c, rd, targets, lent_mod(x, g.nd, s, t), older, s - x->e.lo,
+                           t - s);
+            ppl_report(g.row, s, t, run);
+            ok &= run;
         }
         lent_write(q, &g, targets, len, moff);
     }
@@ -436,6 +459,28 @@ static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
     }
     *out = ls;
     return n;
+}
+
+/* A slot whose head is not valid (corrupt: the head is one FUA block, a crash never tears it)
+ * gives no retirement point, so any of its entries may be long retired, its partial parity
+ * stale. With every member readable the replay recomputes their stripes from the data
+ * (harmless); with one missing, such an entry could rebuild the missing chunk as it was long
+ * ago. Returns the slots that make a degraded replay unprovable (warned), 0 when none do: then
+ * the start is refused before anything is written (--force replays them as they are). */
+static uint32_t ppl_badhead(struct raid_priv *r, const struct ppl_scan *sc)
+{
+    uint32_t all = (1u << r->l.g.members) - 1, bad = 0;
+    if (raid_slot_mask(r, RAID_STATES_READ) == all)
+        return 0;
+    for (size_t i = 0; i < sc->nf; i++)
+        bad |= sc->badhead & (1u << sc->f[i].slot);
+    for (uint32_t s = 0; s < r->l.g.members; s++)
+        if (bad & (1u << s))
+            rk_warn("raid: slot %" PRIu32 " (%s): its partial parity log head is not valid, so "
+                    "which of its log entries are still live cannot be told; with a member "
+                    "missing they cannot be replayed",
+                    s, r->members[s]->name);
+    return bad;
 }
 
 /* Replay the entries sc found (docs/FORMAT.md "Replay"): per column, the latest live entry that
@@ -501,7 +546,10 @@ int r5_ppl_start(struct raid_priv *r, int mode)
         }
     if (!key)
         randombytes_buf(L->key, RK_PPL_KEY_BYTES);
-    int left = (mode & RK_LOG_REPLAY) ? ppl_replay(r, &sc) : 0;
+    /* Entries that may be long retired are not replayed into a degraded array unless forced. */
+    int left = 0;
+    if (mode & RK_LOG_REPLAY)
+        left = ppl_badhead(r, &sc) && !(mode & RK_LOG_FORCE) ? 1 : ppl_replay(r, &sc);
     if (left && !(mode & RK_LOG_FORCE)) {
         /* Keep the log: a start with force (or with the member back) replays it again. */
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
@@ -525,8 +573,10 @@ int r5_ppl_start(struct raid_priv *r, int mode)
     if (r5_ppl_write_heads(r, L, upto) && !r5_alive(r))
         ret = -EIO;
     for (uint32_t s = 0; s < r->l.g.members; s++)
-        if (upto[s])
+        if (upto[s]) {
             L->m[s].dev = r->members[s];
+            L->m[s].joins = atomic_load(&r->joins[s]);
+        }
     L->busy = false;
     L->on = true;
     for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)

@@ -116,6 +116,11 @@ struct raid_level {
     /* Optional: replay (with replay) and start the level's write log; see rk_raid_log_start.
      * Called once, before any write. Returns 0 or -errno. */
     int (*log_start)(struct raid_priv *r, int mode); /* mode: RK_LOG_* */
+    /* Optional: a member has just been put into slot (rk_raid_add_member; the slot is
+     * REBUILDING, no job runs): raid5/6 void whatever the member's own partial parity log holds
+     * (a returning member's entries from before it left) before it can ever be read at a
+     * replay. Returns 0, or -EIO when that failed (the slot was failed). */
+    int (*log_join)(struct raid_priv *r, uint32_t slot);
     /* Optional: write out what the level holds in memory for array range [off, off+len)
      * (raid5/6 stripe gathering; len UINT64_MAX: everything), called holding nothing before a
      * flush reaches the members, before block status and at close. A whole drain returns -EIO
@@ -187,6 +192,10 @@ struct raid_priv {
     _Atomic uint32_t rec_pending; /* FAILED slots whose member_failed has not returned yet */
     _Atomic bool writes_stopped;  /* a failure could not be recorded: writes, flushes -EIO */
     struct raid_bitmap *bm;       /* write-intent bitmap (bitmap.h), NULL = none */
+    /* Members put into each slot since open (rk_raid_add_member; raised before the slot turns
+     * REBUILDING): a level's state of a slot's member (raid5/6: its log ring) is current only
+     * for the same device and count, since a returning member may be the same device. */
+    _Atomic uint32_t joins[RK_MAX_MEMBERS];
 };
 
 extern const struct raid_level raid_level_linear;

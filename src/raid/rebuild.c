@@ -185,6 +185,7 @@ static int add_member_idle(struct raid_priv *r, void *arg)
         ret = -EBUSY;
     } else {
         r->members[a->slot] = a->member;
+        atomic_fetch_add(&r->joins[a->slot], 1);
         atomic_store(&r->state[a->slot], RK_SLOT_REBUILDING);
     }
     pthread_mutex_unlock(&r->fail_lock);
@@ -208,6 +209,9 @@ int rk_raid_add_member(struct rk_dev *raid, uint32_t slot, struct rk_dev *member
      * reconstruct say nothing about them (the slot serves no reads until then). */
     if (!ret)
         raid_bad_drop(r, slot);
+    /* Before its rebuild can make it readable: what its own log holds is void (raid5/6). */
+    if (!ret && r->l.lvl->log_join)
+        ret = r->l.lvl->log_join(r, slot);
     /* The new member carries the write-intent bitmap from now on (F13: else only from the
      * next bit change, and a re-add right after its rebuild found no valid area). A failed
      * area write already failed the member(s) that took it: the rebuild start says so. */

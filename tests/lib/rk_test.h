@@ -89,6 +89,30 @@ static inline void rk_test_close_members(struct rk_dev **m, uint32_t n)
         rk_dev_close(m[i]);
 }
 
+/* The raid5/raid6 arrays of the partial parity log tests (tests/unit/test_ppl*.c): 16 KiB
+ * chunks, 1 MiB of data per member at 1 MiB, the log region [512 KiB, 1 MiB). */
+#define RK_TEST_PPL_CHUNK (16u * 1024u)
+#define RK_TEST_PPL_DOFF  (1024u * 1024u)
+#define RK_TEST_PPL_DSIZE (1024u * 1024u)
+#define RK_TEST_PPL_LOFF  (512u * 1024u)
+#define RK_TEST_PPL_LSIZE (512u * 1024u)
+
+/* Open level over mem[0..n-1] but the slots in absent (bit i: slot i missing) into *raid, with
+ * the log of generation id, and start its log with mode (RK_LOG_*): rk_raid_log_start's result
+ * (the device is open either way: rk_dev_close it). */
+static inline int rk_test_ppl_open(int level, uint32_t n, struct rk_dev **mem, uint32_t absent,
+                                   uint64_t id, int mode, struct rk_dev **raid)
+{
+    struct rk_raid_geom g = {
+        .ppl_offset = RK_TEST_PPL_LOFF, .ppl_size = RK_TEST_PPL_LSIZE, .ppl_id = id};
+    struct rk_dev *m[RK_MAX_MEMBERS] = {0};
+    rk_test_geom(&g, level, n, RK_TEST_PPL_CHUNK, RK_TEST_PPL_DOFF, RK_TEST_PPL_DSIZE);
+    for (uint32_t i = 0; i < n; i++)
+        m[i] = (absent & (1u << i)) ? NULL : mem[i];
+    assert_int_equal(rk_raid_open(&g, m, NULL, raid), 0);
+    return rk_raid_log_start(*raid, mode);
+}
+
 /* A zeroed shadow of size bytes (fresh mem members read back as zeros); free() it. */
 static inline uint8_t *rk_test_zero_shadow(uint64_t size)
 {

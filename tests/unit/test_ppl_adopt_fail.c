@@ -1,8 +1,8 @@
-/* A member added into a raid5/raid6 slot whose partial parity log head cannot be written: the
- * first write whose parity goes to that slot adopts its log (ppl_adopt, raid5_ppl.c), the head
- * write fails with EIO and fails the slot. Before the fix the writer retried the adoption
- * forever (the slot stayed in its entry's slot list); now the slot is dropped from the entry,
- * the write completes without that parity, and the slot is FAILED. alarm() turns the old
+/* A member added into a raid5/raid6 slot whose partial parity log head cannot be written: its
+ * log is adopted as it joins (r5_ppl_join, raid5_ppl.c; before, by the first write whose parity
+ * goes to that slot), the head write fails with EIO and fails the slot, and rk_raid_add_member
+ * says so. Writes then complete without that parity. An earlier version retried the adoption
+ * forever in the writer (the slot stayed in its entry's slot list); alarm() turns such a
  * livelock into a test failure. */
 #include <errno.h>
 #include <setjmp.h>
@@ -28,7 +28,8 @@
 #define PPL_OFF (512u * 1024u)
 
 /* level over n members; slot p (stripe 0's P) starts missing and gets a member whose log head
- * block fails every write; a 4 KiB write into stripe 0 must still complete. */
+ * block fails every write: refused with EIO, slot FAILED; a 4 KiB write into stripe 0 must
+ * still complete. */
 static void run_adopt_fail(int level, uint32_t n, uint32_t p)
 {
     alarm(30); /* the bug was an endless adoption loop: fail instead of hanging the suite */
@@ -42,8 +43,8 @@ static void run_adopt_fail(int level, uint32_t n, uint32_t p)
     assert_int_equal(rk_raid_log_start(raid, 0), 0);
     assert_int_equal(rk_fault_open(mem[p], false, &f), 0);
     assert_int_equal(rk_fault_add_range(f, RK_FAULT_WRITE, PPL_OFF, 4096), 0);
-    assert_int_equal(rk_raid_add_member(raid, p, f), 0);
-    assert_int_equal(rk_raid_slot_state(raid, p), RK_SLOT_REBUILDING);
+    assert_int_equal(rk_raid_add_member(raid, p, f), -EIO);
+    assert_int_equal(rk_raid_slot_state(raid, p), RK_SLOT_FAILED);
 
     uint8_t *buf = rk_buf_alloc(4096), *got = rk_buf_alloc(4096);
     for (int i = 0; i < 3; i++) {

@@ -126,13 +126,7 @@ static void test_golden_full_decode(void **state)
  * slots in absent, log started with mode. */
 static int open_arr(struct rk_dev **mem, uint32_t absent, int mode, struct rk_dev **raid)
 {
-    struct rk_raid_geom g = {.ppl_offset = LOFF, .ppl_size = LSIZE, .ppl_id = LOG_ID};
-    struct rk_dev *m[RK_MAX_MEMBERS] = {0};
-    rk_test_geom(&g, RK_LEVEL_RAID5, 3, CHUNK, DOFF, DSIZE);
-    for (uint32_t i = 0; i < 3; i++)
-        m[i] = (absent & (1u << i)) ? NULL : mem[i];
-    assert_int_equal(rk_raid_open(&g, m, NULL, raid), 0);
-    return rk_raid_log_start(*raid, mode);
+    return rk_test_ppl_open(RK_LEVEL_RAID5, 3, mem, absent, LOG_ID, mode, raid);
 }
 
 /* Stripes 0 and 1 written whole and flushed; then every log emptied but the recorded one on

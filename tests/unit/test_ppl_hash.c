@@ -146,13 +146,7 @@ static void test_hash_golden_decode(void **state)
 /* raid5 over 3 (stripe 0: D0 slot 0, D1 slot 1, P slot 2), without the slots in absent. */
 static int open_arr(struct rk_dev **mem, uint32_t absent, int mode, struct rk_dev **raid)
 {
-    struct rk_raid_geom g = {.ppl_offset = LOFF, .ppl_size = LSIZE, .ppl_id = LOG_ID};
-    struct rk_dev *m[RK_MAX_MEMBERS] = {0};
-    rk_test_geom(&g, RK_LEVEL_RAID5, 3, CHUNK, DOFF, DSIZE);
-    for (uint32_t i = 0; i < 3; i++)
-        m[i] = (absent & (1u << i)) ? NULL : mem[i];
-    assert_int_equal(rk_raid_open(&g, m, NULL, raid), 0);
-    return rk_raid_log_start(*raid, mode);
+    return rk_test_ppl_open(RK_LEVEL_RAID5, 3, mem, absent, LOG_ID, mode, raid);
 }
 
 /* Stripe 0 column [0, 4K) after a cut: D0 new on slot 0 (missing at the restart), D1 new or old
