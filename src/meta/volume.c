@@ -363,8 +363,11 @@ static int vol_start_engine(struct rk_volume *v, struct vol_asm *a)
  * entries are replayed before any request, then it restarts empty (rk_raid_log_start). */
 static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
 {
+    /* A resync left unfinished by an earlier crash (pending) may still owe stripes the parity
+     * that an earlier forced start could not prove: only a writable start finishes it. */
     if (v->read_only && v->log_check &&
-        rk_raid_log_start(v->raid, RK_LOG_CHECK) == -EUCLEAN) { /* reads only */
+        ((v->sb.resync_flags & RK_SB_RESYNC_PENDING) ||
+         rk_raid_log_start(v->raid, RK_LOG_CHECK) == -EUCLEAN)) { /* reads only */
         if (a->o->precheck)
             rk_set_err(a->err, a->errlen,
                        "array %s was not shut down cleanly and is degraded, and its partial "
