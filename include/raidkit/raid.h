@@ -160,10 +160,14 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
  * parity log), before the first write: with replay (the last shutdown was unclean), every valid
  * entry newer than the log's durable retirement point is replayed first, so stripes a crash
  * left half written get parity that matches their data (docs/FORMAT.md "Partial parity log");
- * then the log restarts empty. Read-only volumes do not call it (no writes, no log). Returns
+ * then the log restarts empty. Read-only volumes call it only with RK_LOG_CHECK. Returns
  * 0 (also for levels and arrays without a log) or -errno (a member failed to take the log's
  * writes, or memory ran out); problems with single entries are logged and the entry ignored.
- * mode: 0 (no replay), RK_LOG_REPLAY (true), or RK_LOG_REPLAY | RK_LOG_FORCE. Without
+ * mode: 0 (no replay), RK_LOG_REPLAY (true), RK_LOG_REPLAY | RK_LOG_FORCE, or RK_LOG_CHECK
+ * alone: read the log of every readable member and write nothing (a read-only open of a dirty
+ * array): 0 when it holds no live entry, i.e. no write was in flight at the crash, so every
+ * stripe is consistent as far as the log can tell; -EUCLEAN when one is live (it must be
+ * replayed) or when a log region cannot be read or a block of it is corrupt. Without
  * RK_LOG_FORCE, a degraded replay that cannot prove a logged window consistent (a chunk the
  * write modified is missing while another chunk modified at the same column is present, or
  * raid6 keeps both parities of it) returns -EUCLEAN and leaves the log as it was (the next
@@ -171,6 +175,7 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
  */
 #define RK_LOG_REPLAY 1
 #define RK_LOG_FORCE  2
+#define RK_LOG_CHECK  4
 int rk_raid_log_start(struct rk_dev *raid, int mode);
 
 /* Current state of slot (enum rk_slot_state) of a raid device; -EINVAL for a bad slot. */

@@ -90,6 +90,9 @@ struct rk_open_opts {
     /* `cache create`: the array's cache binding is about to be replaced; assembly neither checks
      * nor clears it (docs/FORMAT.md "Cache binding"). */
     bool cache_rebind;
+    /* With read_only: this is rk_volume_precheck's open for an offline command whose writable
+     * open follows; refusals say what to do for that command (not for a read-only start). */
+    bool precheck;
 };
 
 struct rk_volume;

@@ -272,10 +272,14 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
      * recomputed (write hole), so a dirty (or resync-pending) degraded parity array needs
      * --force, unless its write log closes the hole: a writable open replays it before serving
      * (vol_start_log). A read-only open replays nothing (it writes nothing): its log closes
-     * the hole only when there is nothing to replay, after a clean stop. */
+     * the hole only when there is nothing to replay: after a clean stop, or when the log holds
+     * no live entry (no write was in flight at the crash), which vol_start_log checks once the
+     * engine can read the log (log_check). */
     bool hole = rk_level_write_hole(v->sb.level);
     bool has_log = hole && v->sb.write_hole != RK_SB_WH_NONE;
     v->log_closes_hole = has_log && (!v->read_only || v->sb.dirty != RK_SB_DIRTY);
+    v->log_check =
+        has_log && v->read_only && v->sb.dirty == RK_SB_DIRTY && a->nout > 0 && !a->o->force;
     if (hole && v->sb.write_hole == RK_SB_WH_NONE)
         rk_warn("array %s has no write-hole protection (created without a partial parity "
                 "log): a crash while degraded can corrupt data",
@@ -284,24 +288,14 @@ static int vol_check_redundancy(struct rk_volume *v, struct vol_asm *a)
     int r = vol_check_full_resync(v, a, hole);
     if (r)
         return r;
-    if (unsynced && a->nout > 0 && !a->o->force && has_log && !v->log_closes_hole) {
-        rk_set_err(a->err, a->errlen,
-                   "array %s was not shut down cleanly and is degraded: its partial parity log "
-                   "must be replayed to close the write hole, which a read-only start cannot "
-                   "do (it writes nothing), so a stripe written at the crash could read "
-                   "garbage; start without --read-only (the log is replayed before anything "
-                   "is served), or with --force to accept that",
-                   a->uuid);
-        return -EUCLEAN;
-    }
-    if (unsynced && a->nout > 0 && !a->o->force && hole && !v->log_closes_hole) {
+    if (unsynced && a->nout > 0 && !a->o->force && hole && !v->log_closes_hole && !v->log_check) {
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: parity may be stale "
                    "(write hole); start with --force to accept that",
                    a->uuid);
         return -EUCLEAN;
     }
-    if (unsynced && a->nout > 0 && hole && !v->log_closes_hole)
+    if (unsynced && a->nout > 0 && hole && !v->log_closes_hole && !v->log_check)
         rk_warn("array %s started dirty and degraded with --force: parity may be stale (write "
                 "hole), so a chunk of a missing member in a stripe written at the crash may read "
                 "as garbage; scrub after the missing member is back",
@@ -369,6 +363,32 @@ static int vol_start_engine(struct rk_volume *v, struct vol_asm *a)
  * entries are replayed before any request, then it restarts empty (rk_raid_log_start). */
 static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
 {
+    /* A resync left unfinished by an earlier crash (pending) may still owe stripes the parity
+     * that an earlier forced start could not prove: only a writable start finishes it. */
+    if (v->read_only && v->log_check &&
+        ((v->sb.resync_flags & RK_SB_RESYNC_PENDING) ||
+         rk_raid_log_start(v->raid, RK_LOG_CHECK) == -EUCLEAN)) { /* reads only */
+        if (a->o->precheck)
+            rk_set_err(a->err, a->errlen,
+                       "array %s was not shut down cleanly and is degraded, and its partial "
+                       "parity log holds writes that were in flight: it must be replayed before "
+                       "a member is rebuilt or re-added, and this offline command changes "
+                       "nothing until every check passed; start the array once writable "
+                       "(raidkit serve --degraded with these members, then stop it: the log is "
+                       "replayed, or the start says which stripes it cannot prove), then run "
+                       "this command again, or run it online (--control)",
+                       a->uuid);
+        else
+            rk_set_err(a->err, a->errlen,
+                       "array %s was not shut down cleanly and is degraded: its partial parity "
+                       "log holds writes that were in flight and must be replayed to close the "
+                       "write hole, which a read-only start cannot do (it writes nothing), so a "
+                       "stripe written at the crash could read garbage; start without "
+                       "--read-only (the log is replayed before anything is served), or with "
+                       "--force to accept that",
+                       a->uuid);
+        return -EUCLEAN;
+    }
     if (v->read_only)
         return 0;
     int mode = v->was_dirty ? RK_LOG_REPLAY | (a->o->force ? RK_LOG_FORCE : 0) : 0;

@@ -31,6 +31,8 @@ struct rk_volume {
     bool read_only;
     bool was_dirty;       /* dirty at open: the last shutdown was unclean */
     bool log_closes_hole; /* the level's write log closes the write hole (replayed when dirty) */
+    bool log_check;       /* read-only, dirty and degraded with a log: refused unless the log
+                             holds no live entry (vol_start_log, RK_LOG_CHECK) */
     /* Bit i: slot i has a member that holds its data or is being rebuilt onto (a resumed
      * rebuild): the copies a resync could bring in line (vol_resync_has_target). */
     uint32_t present;

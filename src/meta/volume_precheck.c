@@ -54,7 +54,7 @@ int rk_volume_precheck(const char *const *paths, int n, const struct rk_precheck
         rk_set_err(err, errlen, "no member to check");
         return -EINVAL;
     }
-    struct rk_open_opts oo = {.degraded = true, .read_only = true};
+    struct rk_open_opts oo = {.degraded = true, .read_only = true, .precheck = true};
     struct rk_volume *v = NULL;
     int r = rk_volume_open(paths, n, &oo, &v, err, errlen);
     if (r)

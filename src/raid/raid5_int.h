@@ -277,7 +277,7 @@ int r5_ppl_open(struct raid_priv *r, struct r5_priv *p);
 void r5_ppl_close(struct r5_priv *p);
 /* The level's log_start hook (rk_raid_log_start, mode RK_LOG_*): scan, replay (with
  * RK_LOG_REPLAY), start empty; -EUCLEAN (log kept) for an unprovable degraded replay without
- * RK_LOG_FORCE. */
+ * RK_LOG_FORCE. RK_LOG_CHECK: scan only, -EUCLEAN when an entry is live (nothing written). */
 int r5_ppl_start(struct raid_priv *r, int mode);
 /* The level's log_join hook: slot's member has just joined (rk_raid_add_member). Its ring is
  * adopted at once (its head voids every entry it holds, seq numbers continue above them) and

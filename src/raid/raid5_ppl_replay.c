@@ -537,6 +537,21 @@ int r5_ppl_start(struct raid_priv *r, int mode)
     for (uint32_t s = 0; s < r->l.g.members; s++)
         if (rd & (1u << s))
             r5_ppl_scan_slot(r, L, s, &sc);
+    if (mode & RK_LOG_CHECK) {
+        /* Read-only: nothing written, nothing kept. Every write in flight at the crash has a
+         * live entry on each readable parity member of its stripe (a stripe whose parity
+         * members are all gone needs no reconstruction), so none found, every log block read
+         * and trusted, means no stripe needs the replay. */
+        bool all_read = true;
+        for (uint32_t s = 0; s < r->l.g.members; s++)
+            if ((rd & (1u << s)) && !sc.buf[s])
+                all_read = false;
+        int ret = sc.nf || sc.untrusted || !all_read ? -EUCLEAN : 0;
+        for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
+            free(sc.buf[s]);
+        free(sc.f);
+        return ret;
+    }
     /* The log key: the one the heads hold (the array's, kept across starts), else a new one. */
     bool key = false;
     for (uint32_t s = 0; s < r->l.g.members && !key; s++)

@@ -661,7 +661,9 @@ static void test_refusals(void **state)
 }
 
 /* With the partial parity log (the default), a dirty and degraded raid5 or raid6 starts without
- * --force: the log is replayed first. A read-only open cannot replay, so it still needs it. */
+ * --force: the log is replayed first. A read-only open cannot replay; here the log holds no live
+ * entry (the dirty mark was set by hand), so it needs no --force either (writes in flight at a
+ * crash: readonly_dirty_degraded_ppl). */
 static void test_dirty_degraded_ppl(void **state)
 {
     (void)state;
@@ -684,7 +686,8 @@ static void test_dirty_degraded_ppl(void **state)
         struct rk_volume *v = NULL;
         char err[512] = "";
         struct rk_open_opts ro = {.degraded = true, .read_only = true};
-        assert_int_equal(rk_volume_open(p + 1, n - 1, &ro, &v, err, sizeof(err)), -EUCLEAN);
+        assert_int_equal(rk_volume_open(p + 1, n - 1, &ro, &v, err, sizeof(err)), 0);
+        assert_int_equal(rk_volume_close(v), 0);
         struct rk_open_opts o = {.degraded = true};
         assert_int_equal(rk_volume_open(p + 1, n - 1, &o, &v, err, sizeof(err)), 0);
         assert_int_equal(rk_volume_close(v), 0);
