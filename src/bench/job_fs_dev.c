@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -303,9 +305,25 @@ static void fsdev_corrupt(const struct fsdev *d)
             FSDEV_CORRUPT_BYTES >> 10, d->loops[0]);
 }
 
-/* The read-only check of d->fs on the loop device: 0, or -EUCLEAN with the tool's last line. */
+/* Drop the kernel's page cache of every loop device (BLKFLSBUF: written back, then invalidated),
+ * so that the next reader gets the device's blocks, not pages kept from mkfs, the mount or the
+ * last check: the check must read what the volume (or, after a drain, the backing) holds. */
+static void fsdev_flushbufs(const struct fsdev *d)
+{
+    for (int i = 0; i < d->nloops; i++) {
+        int fd = open(d->loops[i], O_RDONLY);
+        if (fd < 0 || ioctl(fd, BLKFLSBUF, 0) < 0)
+            rk_warn("bench: %s: cannot drop its page cache: %s", d->loops[i], strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+/* The read-only check of d->fs on the loop device, its page cache dropped first: 0, or -EUCLEAN
+ * with the tool's last line. */
 static int fsdev_check(struct fsdev *d, char *err, size_t errlen)
 {
+    fsdev_flushbufs(d);
     char *ext4[] = {"e2fsck", "-fn", d->loops[0], NULL};
     char *xfs[] = {"xfs_repair", "-n", d->loops[0], NULL};
     char *btrfs[] = {"btrfs", "check", "--readonly", d->loops[0], NULL};
