@@ -7,10 +7,13 @@
  *   cache-ssd:   fio -> NBD -> raidkit serve --emulate SSD S.img   (the raw cache member)
  *   cache-hdd:   fio -> NBD -> raidkit serve --emulate HDD B.img   (the backing alone)
  *
+ * The filesystem jobs make the same devices (bench_cache_make) and run the same command line
+ * (bench_cache_argv) as `raidkit fuse` under a loop device instead (job_fs_dev.c).
  * Every configuration carries its own models (SSD: mushkin-ssd-2015, the seed 003 SSD; HDD:
  * hdd-7200), independent of --model, so one run holds the whole seed 003 table. Environment:
  * RAIDKIT_BENCH_CACHE_SSD / RAIDKIT_BENCH_CACHE_HDD (profile name or INI path),
- * RAIDKIT_BENCH_CACHE_SIZE (cache device bytes, K/M/G; default half the suite's largest region).
+ * RAIDKIT_BENCH_CACHE_SIZE (cache device bytes, K/M/G; default here half the suite's largest
+ * region, for the filesystem jobs the whole filesystem device).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +37,8 @@
 /* State of a cache configuration (t->priv). */
 struct cache_state {
     pid_t serve;
-    char backing[600], cachedev[600], ctl[600], log[600];
+    struct bench_cache_devs devs;
+    char ctl[600], log[600];
 };
 
 static const struct {
@@ -101,27 +105,22 @@ int bench_cache_profile(const char *name, char *buf, size_t len)
     return -ENOENT;
 }
 
-/* The `raidkit serve` argument vector of configuration name (NULL-terminated in argv, texts in
- * a[]): the cache and both models for cache-MODE, one model for cache-ssd / cache-hdd. */
-int bench_cache_serve_argv(const char *rk, const char *name, const char *sock, const char *ctl,
-                           const char *ssd, const char *hdd, const char *backing,
-                           const char *cachedev, int threads, char a[12][640], char *argv[16])
+int bench_cache_argv(const struct bench_cache_devs *d, const char *name, const char *const head[],
+                     char a[BENCH_CACHE_ARGS][640], char *argv[BENCH_CACHE_ARGS + 1])
 {
     int n = 0;
     const char *mode = bench_cache_mode(name);
-    snprintf(a[n++], 640, "%s", rk);
-    snprintf(a[n++], 640, "serve");
-    snprintf(a[n++], 640, "--threads=%d", threads);
-    snprintf(a[n++], 640, "--listen=unix:%s", sock);
-    snprintf(a[n++], 640, "--control=%s", ctl);
+    snprintf(a[n++], 640, "%.639s", d->rk);
+    for (int i = 0; head[i] && n < BENCH_CACHE_ARGS - 4; i++)
+        snprintf(a[n++], 640, "%s", head[i]);
     if (mode) {
-        snprintf(a[n++], 640, "--emulate=%s", hdd);
-        snprintf(a[n++], 640, "--cache=%s", cachedev);
-        snprintf(a[n++], 640, "--cache-emulate=%s", ssd);
+        snprintf(a[n++], 640, "--emulate=%s", d->hdd);
+        snprintf(a[n++], 640, "--cache=%s", d->cachedev);
+        snprintf(a[n++], 640, "--cache-emulate=%s", d->ssd);
     } else {
-        snprintf(a[n++], 640, "--emulate=%s", strcmp(name, "cache-ssd") ? hdd : ssd);
+        snprintf(a[n++], 640, "--emulate=%s", strcmp(name, "cache-ssd") ? d->hdd : d->ssd);
     }
-    snprintf(a[n++], 640, "%s", backing);
+    snprintf(a[n++], 640, "%s", d->backing);
     for (int i = 0; i < n; i++)
         argv[i] = a[i];
     argv[n] = NULL;
@@ -182,63 +181,94 @@ static int cache_spawn(struct cache_state *st, char *const argv[], const char *s
     return -ETIMEDOUT;
 }
 
-static uint64_t cache_size(const struct run_ctx *x)
+uint64_t bench_cache_size(uint64_t def)
 {
     uint64_t v;
     const char *e = getenv("RAIDKIT_BENCH_CACHE_SIZE");
     if (e && rk_parse_size(e, &v) == 0 && v >= (16u << 20))
         return v;
-    return bench_suite_max_size(&x->suite) / 2 + (64ull << 20);
+    return def;
+}
+
+/* The raidkit binary (this process's) into buf: 0 or -ENOENT with err. */
+static int cache_self(char *buf, size_t len, char *err, size_t errlen)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0) {
+        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
+        return -ENOENT;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+int bench_cache_make(const char *name, const char *dir, const char *prefix, uint64_t backing_size,
+                     uint64_t cache_size, struct bench_cache_devs *d, char *err, size_t errlen)
+{
+    char size[32];
+    const char *hdd =
+        getenv("RAIDKIT_BENCH_CACHE_HDD") ? getenv("RAIDKIT_BENCH_CACHE_HDD") : CACHE_HDD_DEFAULT;
+    const char *ssd =
+        getenv("RAIDKIT_BENCH_CACHE_SSD") ? getenv("RAIDKIT_BENCH_CACHE_SSD") : CACHE_SSD_DEFAULT;
+    const char *mode = bench_cache_mode(name);
+    memset(d, 0, sizeof(*d));
+    int r = cache_self(d->rk, sizeof(d->rk), err, errlen);
+    if (r < 0)
+        return r;
+    const char *bad = bench_cache_profile(ssd, d->ssd, sizeof(d->ssd)) < 0   ? ssd
+                      : bench_cache_profile(hdd, d->hdd, sizeof(d->hdd)) < 0 ? hdd
+                                                                             : NULL;
+    if (bad) {
+        rk_set_err(err, errlen, "no profile '%s' (bench/profiles/%s.ini not found)", bad, bad);
+        return -ENOENT;
+    }
+    snprintf(d->backing, sizeof(d->backing), "%.500s/%s%s-m0.img", dir, prefix, name);
+    snprintf(size, sizeof(size), "%" PRIu64, backing_size);
+    if ((r = run_fill_file(d->backing, backing_size, err, errlen)) < 0)
+        return r;
+    char *create[] = {d->rk,     "create", "--level",   "linear",   "--size", size,
+                      "--force", "--name", "benchback", d->backing, NULL};
+    if ((r = cache_cli(create, err, errlen)) < 0 || !mode)
+        return r;
+    snprintf(d->cachedev, sizeof(d->cachedev), "%.500s/%s%s-cache.img", dir, prefix, name);
+    if ((r = run_fill_file(d->cachedev, cache_size, err, errlen)) < 0)
+        return r;
+    char *cc[] = {d->rk, "cache", "create", "--mode", (char *)mode, d->cachedev, d->backing, NULL};
+    return cache_cli(cc, err, errlen);
+}
+
+void bench_cache_unmake(struct bench_cache_devs *d)
+{
+    if (d->backing[0])
+        unlink(d->backing);
+    if (d->cachedev[0])
+        unlink(d->cachedev);
+    d->backing[0] = d->cachedev[0] = '\0';
 }
 
 static int cache_start(struct run_ctx *x, const struct bench_config *bc, struct run_target *t,
                        char *err, size_t errlen)
 {
-    char rk[PATH_MAX], ssd[600], sock[560], size[32], a[12][640], *argv[16];
-    const char *hdd =
-        getenv("RAIDKIT_BENCH_CACHE_HDD") ? getenv("RAIDKIT_BENCH_CACHE_HDD") : CACHE_HDD_DEFAULT;
-    const char *ssdname =
-        getenv("RAIDKIT_BENCH_CACHE_SSD") ? getenv("RAIDKIT_BENCH_CACHE_SSD") : CACHE_SSD_DEFAULT;
-    const char *mode = bench_cache_mode(bc->name);
-    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
-    if (n <= 0) {
-        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
-        return -ENOENT;
-    }
-    rk[n] = '\0';
-    if (bench_cache_profile(ssdname, ssd, sizeof(ssd)) < 0) {
-        rk_set_err(err, errlen, "no SSD profile '%s' (bench/profiles/%s.ini not found)", ssdname,
-                   ssdname);
-        return -ENOENT;
-    }
+    char sock[560], threads[32], listen[600], ctl[620], a[BENCH_CACHE_ARGS][640];
+    char *argv[BENCH_CACHE_ARGS + 1];
     struct cache_state *st = run_priv_new(t, sizeof(*st), err, errlen);
     if (!st)
         return -ENOMEM;
-    snprintf(st->backing, sizeof(st->backing), "%.500s/%s-m0.img", x->work, bc->name);
-    snprintf(st->cachedev, sizeof(st->cachedev), "%.500s/%s-cache.img", x->work, bc->name);
-    snprintf(st->ctl, sizeof(st->ctl), "%.500s/ctl.sock", x->work);
-    snprintf(st->log, sizeof(st->log), "%.500s/serve.log", x->work);
-    snprintf(size, sizeof(size), "%" PRIu64, x->member_size);
-    int r = run_fill_file(st->backing, x->member_size, err, errlen);
+    /* The study's SSD held its whole file; ours holds half the largest region, so admission and
+     * eviction matter (docs/BENCHMARKS.md "Cache configurations"). */
+    uint64_t csize = bench_cache_size(bench_suite_max_size(&x->suite) / 2 + (64ull << 20));
+    int r = bench_cache_make(bc->name, x->work, "", x->member_size, csize, &st->devs, err, errlen);
     if (r < 0)
         return r;
-    char *create[] = {rk,        "create", "--level",   "linear",    "--size", size,
-                      "--force", "--name", "benchback", st->backing, NULL};
-    if ((r = cache_cli(create, err, errlen)) < 0)
-        return r;
-    if (mode) {
-        r = run_fill_file(st->cachedev, cache_size(x), err, errlen);
-        if (r < 0)
-            return r;
-        char *cc[] = {rk,           "cache",      "create",    "--mode",
-                      (char *)mode, st->cachedev, st->backing, NULL};
-        if ((r = cache_cli(cc, err, errlen)) < 0)
-            return r;
-    }
+    snprintf(st->ctl, sizeof(st->ctl), "%.500s/ctl.sock", x->work);
+    snprintf(st->log, sizeof(st->log), "%.500s/serve.log", x->work);
     run_socket_path(x, sock, sizeof(sock));
-    int threads = 2 * x->max_iodepth < 16 ? 16 : 2 * x->max_iodepth;
-    bench_cache_serve_argv(rk, bc->name, sock, st->ctl, ssd, hdd, st->backing, st->cachedev,
-                           threads, a, argv);
+    snprintf(threads, sizeof(threads), "--threads=%d",
+             2 * x->max_iodepth < 16 ? 16 : 2 * x->max_iodepth);
+    snprintf(listen, sizeof(listen), "--listen=unix:%s", sock);
+    snprintf(ctl, sizeof(ctl), "--control=%s", st->ctl);
+    const char *head[] = {"serve", threads, listen, ctl, NULL};
+    bench_cache_argv(&st->devs, bc->name, head, a, argv);
     if ((r = cache_spawn(st, argv, sock, err, errlen)) < 0)
         return r;
     snprintf(t->uri, sizeof(t->uri), "nbd+unix:///?socket=%.570s", sock);
@@ -254,8 +284,7 @@ static void cache_stop(struct run_ctx *x, struct run_target *t)
         kill(st->serve, SIGTERM);
         waitpid(st->serve, NULL, 0);
     }
-    unlink(st->backing);
-    unlink(st->cachedev);
+    bench_cache_unmake(&st->devs);
     unlink(st->ctl);
     unlink(st->log);
     free(st);
@@ -269,21 +298,49 @@ static uint64_t cache_num(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
 }
 
+/* The "cache" object of a parsed status document (at top level or under "status"), or NULL. */
+static const cJSON *cache_object(const cJSON *root)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "status");
+    const cJSON *cache = cJSON_GetObjectItemCaseSensitive(st ? st : root, "cache");
+    return cJSON_IsObject(cache) ? cache : NULL;
+}
+
 int bench_cache_parse_status(const char *json, uint64_t c[4])
 {
     cJSON *root = cJSON_Parse(json);
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "status");
-    const cJSON *cache = cJSON_GetObjectItemCaseSensitive(st ? st : root, "cache");
-    int r = -ENOENT;
-    if (cJSON_IsObject(cache)) {
+    const cJSON *cache = cache_object(root);
+    if (cache) {
         c[0] = cache_num(cache, "read_hits");
         c[1] = cache_num(cache, "read_misses");
         c[2] = cache_num(cache, "write_hits");
         c[3] = cache_num(cache, "write_misses");
-        r = 0;
     }
     cJSON_Delete(root);
-    return r;
+    return cache ? 0 : -ENOENT;
+}
+
+int bench_cache_parse_dirty(const char *json, uint64_t *dirty, char *state, size_t len)
+{
+    cJSON *root = cJSON_Parse(json);
+    const cJSON *cache = cache_object(root);
+    if (cache) {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cache, "state");
+        *dirty = cache_num(cache, "dirty_bytes");
+        snprintf(state, len, "%s", cJSON_IsString(s) ? s->valuestring : "?");
+    }
+    cJSON_Delete(root);
+    return cache ? 0 : -ENOENT;
+}
+
+int bench_cache_status(const char *ctl, char *out, size_t len)
+{
+    char rk[PATH_MAX], err[64];
+    if (cache_self(rk, sizeof(rk), err, sizeof(err)) < 0)
+        return -ENOENT;
+    char *argv[] = {rk, "status", "--json", "--control", (char *)ctl, NULL};
+    out[0] = '\0';
+    return run_cmd(argv, out, len, false) != 0 ? -EIO : 0;
 }
 
 /* Cache hit counters now, from `raidkit status --json`: read hits, read misses, write hits,
@@ -291,13 +348,8 @@ int bench_cache_parse_status(const char *json, uint64_t c[4])
 static int cache_hits(const struct run_target *t, uint64_t c[4])
 {
     const struct cache_state *st = t->priv;
-    char rk[PATH_MAX], out[16384] = "";
-    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
-    if (!st || n <= 0)
-        return -ENOENT;
-    rk[n] = '\0';
-    char *argv[] = {rk, "status", "--json", "--control", (char *)st->ctl, NULL};
-    if (run_cmd(argv, out, sizeof(out), false) != 0)
+    char out[16384];
+    if (!st || bench_cache_status(st->ctl, out, sizeof(out)) < 0)
         return -EIO;
     return bench_cache_parse_status(out, c);
 }

@@ -37,6 +37,15 @@ struct bench_seed_row {
     bool ref_only;  /* `seed_ref`: shown only as [seed X] on the measured row of that label */
 };
 
+/* `seed_config = LABEL | CONFIG` (a suite key): the study's row LABEL is the configuration CONFIG
+ * (a --configs name), whose row then carries that row's figure as [seed X, xR] as a row of the
+ * same label would -- for configurations whose labels are not the study's (seed 003's SSD, HDD
+ * and bcache rows are raidkit's cache-ssd, cache-hdd, cache-writethrough, cache-writeback). */
+struct bench_seed_config {
+    char label[48];  /* the study's row label */
+    char config[32]; /* the configuration's name */
+};
+
 struct bench_job {
     char name[32];   /* section name, e.g. "randread" */
     char title[128]; /* "Random Read"; a filesystem job: the study's full test name */
@@ -78,6 +87,8 @@ struct bench_suite {
     char reproduces[256];
     char path[512];
     int max_trials; /* cap on the trial extension; 0 = 4 x the minimum */
+    int nseed_configs;
+    struct bench_seed_config seed_configs[BENCH_MAX_SEED_ROWS];
     int njobs;
     struct bench_job jobs[BENCH_MAX_JOBS];
 };

@@ -400,6 +400,24 @@ static void fsjob_cell(struct run_ctx *x, int c, int ji, struct fsdev *d)
         run_eta_plan(x, j, cell->ntrials - rep->min_trials);
 }
 
+/* A cache-MODE configuration after its last trial: the cache drained and the backing alone
+ * checked (fsdev_cache_drain_check). The result is appended to the configuration's note; a
+ * failure fails the run as a failed check does. */
+static void fsjob_cache_drained(struct run_ctx *x, int c, struct fsdev *d)
+{
+    struct bench_config *bc = &x->rep->configs[c];
+    char msg[300] = "";
+    if (!d->checked)
+        return; /* no trial, or its check failed: that is reported already */
+    int r = fsdev_cache_drain_check(d, msg, sizeof(msg));
+    fprintf(stderr, "[bench] %s: %s%s\n", bc->name, r < 0 ? "FAILED: " : "", msg);
+    size_t n = strlen(bc->note);
+    snprintf(bc->note + n, sizeof(bc->note) - n, "%s%s%.*s", n ? "; " : "",
+             r < 0 ? "filesystem check failed: " : "", (int)(sizeof(bc->note) - n), msg);
+    if (r < 0)
+        x->rep->fs_check_failures++;
+}
+
 void fsjob_config(struct run_ctx *x, int c)
 {
     struct bench_report *rep = x->rep;
@@ -407,9 +425,12 @@ void fsjob_config(struct run_ctx *x, int c)
     const char *why = NULL;
     char err[512] = "";
     uint64_t size = 0;
+    /* A suite of filesystem jobs only never started the back-end, which says this otherwise. */
+    if (bench_backend_find(bc->kind)->own_models && x->have_emul && !bc->note[0])
+        snprintf(rep->configs[c].note, sizeof(bc->note), "its own models, not --model's");
     if (!fsdev_supported(bc->kind))
-        why = "no filesystem path for this configuration (raidkit levels, plain and "
-              "btrfs-PROFILE have one)";
+        why = "no filesystem path for this configuration (raidkit levels, plain, "
+              "btrfs-PROFILE and cache-* have one)";
     else if (geteuid() != 0)
         why = "needs root (loop devices, mount)";
     else if (!run_have_prog("losetup"))
@@ -440,6 +461,8 @@ void fsjob_config(struct run_ctx *x, int c)
         for (int ji = 0; ji < x->suite.njobs && !run_interrupted; ji++)
             if (x->suite.jobs[ji].tool[0])
                 fsjob_cell(x, c, ji, d);
+        if (d->cache_mode[0] && !run_interrupted)
+            fsjob_cache_drained(x, c, d);
     }
     if (d && fsdev_down(d, err, sizeof(err)) < 0) {
         fprintf(stderr, "[bench] %s: %s\n", bc->name, err);

@@ -1,7 +1,8 @@
 /* Filesystem jobs of raidkit bench (docs/BENCHMARKS.md "Filesystem jobs"): a filesystem made on a
- * configuration's block device (a raidkit volume through `raidkit fuse` + a loop device, a loop
- * device over one plain file, or kernel btrfs RAID over loop devices), a tool run in it, its
- * result parsed, the filesystem unmounted and checked. Sizes are bytes, times seconds. */
+ * configuration's block device (a raidkit volume or a cache configuration through `raidkit fuse`
+ * + a loop device, a loop device over one plain file, or kernel btrfs RAID over loop devices), a
+ * tool run in it, its result parsed, the filesystem unmounted and checked. Sizes are bytes, times
+ * seconds. */
 #ifndef RK_BENCH_JOB_FS_H
 #define RK_BENCH_JOB_FS_H
 
@@ -31,25 +32,31 @@ bool fsjob_suite_has_raw(const struct bench_suite *s);
 #define FSDEV_MAX 16 /* loop devices / files of one configuration */
 
 struct fsdev {
-    char kind[16];              /* "raidkit", "plain", "btrfs" */
+    char kind[16];              /* "raidkit", "plain", "btrfs", "cache" */
     char btrfs_profile[16];     /* btrfs: the -d/-m profile; the job's fs is not used */
     char files[FSDEV_MAX][600]; /* member files / the plain file (removed at the end) */
     int nfiles;
     char loops[FSDEV_MAX][64]; /* loop devices (detached at the end) */
     int nloops;
-    char expdir[600];   /* raidkit: the FUSE mount point directory */
-    pid_t fuse;         /* raidkit: the `raidkit fuse` child, 0 = none */
-    char fuse_log[600]; /* its stderr */
-    char mnt[600];      /* the filesystem's mount point */
+    char expdir[600];    /* raidkit, cache: the FUSE mount point directory */
+    pid_t fuse;          /* raidkit, cache: the `raidkit fuse` child, 0 = none */
+    char fuse_log[600];  /* its stderr */
+    char ctl[600];       /* cache: its control socket ("" = none) */
+    char cache_mode[16]; /* cache-MODE: the mode; "" for every other configuration */
+    char mnt[600];       /* the filesystem's mount point */
     bool mounted;
-    char fs[8]; /* the filesystem made by the last fsdev_mkfs */
+    bool checked; /* the last check passed and nothing was made or mounted since */
+    char fs[8];   /* the filesystem made by the last fsdev_mkfs */
 };
 
-/* Whether configuration kind (bench_config.kind) has a filesystem path: raidkit, plain, btrfs. */
+/* Whether configuration kind (bench_config.kind) has a filesystem path: raidkit, plain, btrfs,
+ * cache. */
 bool fsdev_supported(const char *kind);
 /* Bring up the block device(s) of configuration bc, each of size bytes, in x->work: raidkit:
  * member files, `raidkit create`, `raidkit fuse` (with --emulate when the run has a --model),
- * `losetup --direct-io=on --sizelimit size` over the exported file; plain: one file and a loop
+ * `losetup --direct-io=on --sizelimit size` over the exported file; cache: the configuration's
+ * own devices and models as its raw jobs have them (bench_cache_make, the cache device holding
+ * all size bytes), `raidkit fuse --control`, the loop device; plain: one file and a loop
  * device; btrfs: bc->members files and loop devices. Needs root. Returns 0 or -errno with a
  * message in err; fsdev_down cleans up after a failure too. */
 int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, struct fsdev *d,
@@ -63,6 +70,12 @@ int fsdev_mkfs_mount(struct fsdev *d, const char *fs, uint64_t size, char *err, 
  * 128 KiB of the device are overwritten first (a test of this check). Returns 0, -EIO (unmount
  * failed) or -EUCLEAN (the check found problems), with a message in err. */
 int fsdev_umount_check(struct fsdev *d, char *err, size_t errlen);
+/* cache-MODE, after the last trial (unmounted, its check passed): `raidkit cache detach` -- every
+ * dirty block written back, the backing flushed, the cache detached, so the same loop device
+ * now reads the backing alone -- then the read-only check again: the filesystem the cache wrote
+ * back, not the cache's copy of it. A summary or the failure into msg. Returns 0, -EIO (the
+ * detach failed or left the cache attached or dirty) or -EUCLEAN (the check found problems). */
+int fsdev_cache_drain_check(struct fsdev *d, char *msg, size_t len);
 /* Unmount, detach, stop `raidkit fuse` (its exit status must be 0: a clean stop) and remove the
  * files. Returns 0, or -EIO when the FUSE export did not stop cleanly (message in err). */
 int fsdev_down(struct fsdev *d, char *err, size_t errlen);

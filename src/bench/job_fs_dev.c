@@ -1,7 +1,8 @@
-/* The block device under a filesystem job: a raidkit volume exported by `raidkit fuse` (a child
- * process, the same binary) with a loop device over the exported file; a loop device over one
- * plain file ("plain"); or loop devices under kernel btrfs RAID ("btrfs-PROFILE"). Then mkfs,
- * mount, unmount and the read-only check of the filesystem. */
+/* The block device under a filesystem job: a raidkit volume or a cache configuration exported by
+ * `raidkit fuse` (a child process, the same binary) with a loop device over the exported file; a
+ * loop device over one plain file ("plain"); or loop devices under kernel btrfs RAID
+ * ("btrfs-PROFILE"). Then mkfs, mount, unmount and the read-only check of the filesystem, and for
+ * a cache the check of the backing alone after the cache is drained. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -9,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -26,7 +29,8 @@
 
 bool fsdev_supported(const char *kind)
 {
-    return !strcmp(kind, "raidkit") || !strcmp(kind, "plain") || !strcmp(kind, "btrfs");
+    return !strcmp(kind, "raidkit") || !strcmp(kind, "plain") || !strcmp(kind, "btrfs") ||
+           !strcmp(kind, "cache");
 }
 
 /* The last non-empty line of text (in place), for one-line messages. */
@@ -65,25 +69,36 @@ static int fsdev_loop(struct fsdev *d, const char *file, uint64_t size, char *er
     return 0;
 }
 
-/* Start `raidkit fuse EXPDIR [--emulate MODEL] MEMBERS` and wait for EXPDIR/volume. */
-static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err, size_t errlen)
+/* The raidkit binary (this process's) into buf: 0, or -ENOENT with err. */
+static int fsdev_self(char *buf, size_t len, char *err, size_t errlen)
 {
-    char rk[600];
-    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
     if (n <= 0) {
         rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
         return -ENOENT;
     }
-    rk[n] = '\0';
-    char *argv[8 + FSDEV_MAX] = {rk, "fuse", d->expdir};
-    int k = 3;
-    if (x->o->model) {
-        argv[k++] = "--emulate";
-        argv[k++] = (char *)x->o->model;
-    }
-    for (int i = 0; i < members; i++)
-        argv[k++] = d->files[i];
-    argv[k] = NULL;
+    buf[n] = '\0';
+    return 0;
+}
+
+/* The FUSE mount point directory WORK/fs-export, made. */
+static int fsdev_expdir(struct run_ctx *x, struct fsdev *d, char *err, size_t errlen)
+{
+    snprintf(d->expdir, sizeof(d->expdir), "%.580s/fs-export", x->work);
+    if (mkdir(d->expdir, 0755) == 0)
+        return 0;
+    rk_set_err(err, errlen, "%s: %s", d->expdir, strerror(errno));
+    d->expdir[0] = '\0';
+    return -EIO;
+}
+
+/* Start argv (`raidkit fuse EXPDIR ...`, its stderr into WORK/fuse.log), wait for EXPDIR/volume,
+ * then a loop device of size bytes over it. */
+static int fsdev_export(struct run_ctx *x, struct fsdev *d, char *const argv[], uint64_t size,
+                        char *err, size_t errlen)
+{
+    char vol[700];
+    snprintf(vol, sizeof(vol), "%s/volume", d->expdir);
     snprintf(d->fuse_log, sizeof(d->fuse_log), "%.580s/fuse.log", x->work);
     pid_t pid = fork();
     if (pid < 0)
@@ -94,16 +109,14 @@ static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err
         dup2(dn, 0);
         dup2(dn, 1);
         dup2(lf >= 0 ? lf : dn, 2);
-        execv(rk, argv);
+        execv(argv[0], argv);
         _exit(127);
     }
     d->fuse = pid;
-    char vol[700];
-    snprintf(vol, sizeof(vol), "%s/volume", d->expdir);
     for (int i = 0; i < 1000; i++) { /* 10 s */
         struct stat st;
         if (stat(vol, &st) == 0 && st.st_size > 0)
-            return 0;
+            return fsdev_loop(d, vol, size, err, errlen);
         if (waitpid(pid, NULL, WNOHANG) == pid) {
             d->fuse = 0;
             char *log = fsjob_slurp(d->fuse_log);
@@ -118,24 +131,26 @@ static int fsdev_fuse(struct run_ctx *x, struct fsdev *d, int members, char *err
     return -ETIMEDOUT;
 }
 
-/* raidkit: members, `raidkit create`, `raidkit fuse`, a loop device over the export. */
+/* raidkit: members, `raidkit create`, `raidkit fuse [--emulate MODEL] MEMBERS`, a loop device
+ * over the export. */
 static int fsdev_up_raidkit(struct run_ctx *x, const struct bench_config *bc, uint64_t size,
                             struct fsdev *d, char *err, size_t errlen)
 {
     char rk[600], lvl[32];
-    ssize_t n = readlink("/proc/self/exe", rk, sizeof(rk) - 1);
-    if (n <= 0 || bc->members > FSDEV_MAX) {
-        rk_set_err(err, errlen, n <= 0 ? "cannot find the raidkit binary" : "too many members");
+    if (bc->members > FSDEV_MAX) {
+        rk_set_err(err, errlen, "too many members");
         return -EINVAL;
     }
-    rk[n] = '\0';
+    int r = fsdev_self(rk, sizeof(rk), err, errlen);
+    if (r < 0)
+        return r;
     snprintf(lvl, sizeof(lvl), "%s", rk_level_name(bc->level));
     char *argv[10 + FSDEV_MAX] = {rk, "create", "--level", lvl, "--force", "--name", "benchfs"};
     int k = 7;
     for (int i = 0; i < bc->members; i++) {
         snprintf(d->files[i], sizeof(d->files[0]), "%.560s/fs-%s-m%d.img", x->work, bc->name, i);
         d->nfiles = i + 1;
-        int r = run_fill_file(d->files[i], size + FSDEV_MEMBER_SLACK, err, errlen);
+        r = run_fill_file(d->files[i], size + FSDEV_MEMBER_SLACK, err, errlen);
         if (r < 0)
             return r;
         argv[k++] = d->files[i];
@@ -146,21 +161,48 @@ static int fsdev_up_raidkit(struct run_ctx *x, const struct bench_config *bc, ui
         bc->level == RK_LEVEL_RAID5 || bc->level == RK_LEVEL_RAID6)
         argv[k++] = "--assume-clean";
     argv[k] = NULL;
-    int r = fsdev_run(argv, "raidkit create", err, errlen);
-    if (r < 0)
+    if ((r = fsdev_run(argv, "raidkit create", err, errlen)) < 0 ||
+        (r = fsdev_expdir(x, d, err, errlen)) < 0)
         return r;
-    snprintf(d->expdir, sizeof(d->expdir), "%.580s/fs-export", x->work);
-    if (mkdir(d->expdir, 0755) < 0) {
-        rk_set_err(err, errlen, "%s: %s", d->expdir, strerror(errno));
-        d->expdir[0] = '\0';
-        return -EIO;
+    char *fa[8 + FSDEV_MAX] = {rk, "fuse", d->expdir};
+    k = 3;
+    if (x->o->model) {
+        fa[k++] = "--emulate";
+        fa[k++] = (char *)x->o->model;
     }
-    r = fsdev_fuse(x, d, bc->members, err, errlen);
-    if (r < 0)
+    for (int i = 0; i < bc->members; i++)
+        fa[k++] = d->files[i];
+    fa[k] = NULL;
+    return fsdev_export(x, d, fa, size, err, errlen);
+}
+
+/* cache-*: the configuration's own devices and models, made as for its raw jobs
+ * (bench_cache_make: backing = linear over one HDD member; cache-MODE: a cache device of the
+ * SSD, sized to hold the whole filesystem device as the study's 120 GB SSD held every test's
+ * working set), under `raidkit fuse --control CTL` with the same model options as `serve`
+ * (bench_cache_argv), a loop device over the export. --model does not apply: they carry their
+ * own models. */
+static int fsdev_up_cache(struct run_ctx *x, const struct bench_config *bc, uint64_t size,
+                          struct fsdev *d, char *err, size_t errlen)
+{
+    struct bench_cache_devs cd;
+    char ctl[620], a[BENCH_CACHE_ARGS][640], *argv[BENCH_CACHE_ARGS + 1];
+    uint64_t bytes = size + FSDEV_MEMBER_SLACK;
+    int r = bench_cache_make(bc->name, x->work, "fs-", bytes, bench_cache_size(bytes), &cd, err,
+                             errlen);
+    const char *made[2] = {cd.backing, cd.cachedev}; /* removed by fsdev_down */
+    for (int i = 0; i < 2; i++)
+        if (made[i][0])
+            snprintf(d->files[d->nfiles++], sizeof(d->files[0]), "%s", made[i]);
+    if (r < 0 || (r = fsdev_expdir(x, d, err, errlen)) < 0)
         return r;
-    char vol[700];
-    snprintf(vol, sizeof(vol), "%s/volume", d->expdir);
-    return fsdev_loop(d, vol, size, err, errlen);
+    snprintf(d->cache_mode, sizeof(d->cache_mode), "%s",
+             bench_cache_mode(bc->name) ? bench_cache_mode(bc->name) : "");
+    snprintf(d->ctl, sizeof(d->ctl), "%.580s/fs-ctl.sock", x->work);
+    snprintf(ctl, sizeof(ctl), "--control=%s", d->ctl);
+    const char *head[] = {"fuse", d->expdir, ctl, NULL};
+    bench_cache_argv(&cd, bc->name, head, a, argv);
+    return fsdev_export(x, d, argv, size, err, errlen);
 }
 
 int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, struct fsdev *d,
@@ -179,6 +221,8 @@ int fsdev_up(struct run_ctx *x, const struct bench_config *bc, uint64_t size, st
     }
     if (!strcmp(bc->kind, "raidkit"))
         return fsdev_up_raidkit(x, bc, size, d, err, errlen);
+    if (!strcmp(bc->kind, "cache"))
+        return fsdev_up_cache(x, bc, size, d, err, errlen);
     int files = 1;
     if (!strcmp(bc->kind, "btrfs")) {
         snprintf(d->btrfs_profile, sizeof(d->btrfs_profile), "%s", bc->name + 6);
@@ -204,6 +248,7 @@ int fsdev_mkfs_mount(struct fsdev *d, const char *fs, uint64_t size, char *err, 
     if (d->btrfs_profile[0])
         fs = "btrfs";
     snprintf(d->fs, sizeof(d->fs), "%s", fs);
+    d->checked = false;
     if (!strcmp(fs, "ext4")) {
         /* Inode tables and journal written now, not by a kernel thread during the tool. */
         char *a[] = {"mkfs.ext4", "-q", "-F", "-E",
@@ -260,6 +305,39 @@ static void fsdev_corrupt(const struct fsdev *d)
             FSDEV_CORRUPT_BYTES >> 10, d->loops[0]);
 }
 
+/* Drop the kernel's page cache of every loop device (BLKFLSBUF: written back, then invalidated),
+ * so that the next reader gets the device's blocks, not pages kept from mkfs, the mount or the
+ * last check: the check must read what the volume (or, after a drain, the backing) holds. */
+static void fsdev_flushbufs(const struct fsdev *d)
+{
+    for (int i = 0; i < d->nloops; i++) {
+        int fd = open(d->loops[i], O_RDONLY);
+        if (fd < 0 || ioctl(fd, BLKFLSBUF, 0) < 0)
+            rk_warn("bench: %s: cannot drop its page cache: %s", d->loops[i], strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+/* The read-only check of d->fs on the loop device, its page cache dropped first: 0, or -EUCLEAN
+ * with the tool's last line. */
+static int fsdev_check(struct fsdev *d, char *err, size_t errlen)
+{
+    fsdev_flushbufs(d);
+    char *ext4[] = {"e2fsck", "-fn", d->loops[0], NULL};
+    char *xfs[] = {"xfs_repair", "-n", d->loops[0], NULL};
+    char *btrfs[] = {"btrfs", "check", "--readonly", d->loops[0], NULL};
+    char **argv = !strcmp(d->fs, "ext4") ? ext4 : !strcmp(d->fs, "xfs") ? xfs : btrfs;
+    char out[8192];
+    int r = run_cmd(argv, out, sizeof(out), true);
+    d->checked = r == 0;
+    if (r == 0)
+        return 0;
+    rk_set_err(err, errlen, "filesystem check failed: %s %s exit %d: %s", argv[0], argv[1], r,
+               fsdev_last_line(out));
+    return -EUCLEAN;
+}
+
 int fsdev_umount_check(struct fsdev *d, char *err, size_t errlen)
 {
     if (d->mounted) {
@@ -272,17 +350,51 @@ int fsdev_umount_check(struct fsdev *d, char *err, size_t errlen)
     const char *env = getenv("RAIDKIT_BENCH_FS_CORRUPT");
     if (env && env[0])
         fsdev_corrupt(d);
-    char *ext4[] = {"e2fsck", "-fn", d->loops[0], NULL};
-    char *xfs[] = {"xfs_repair", "-n", d->loops[0], NULL};
-    char *btrfs[] = {"btrfs", "check", "--readonly", d->loops[0], NULL};
-    char **argv = !strcmp(d->fs, "ext4") ? ext4 : !strcmp(d->fs, "xfs") ? xfs : btrfs;
-    char out[8192];
-    int r = run_cmd(argv, out, sizeof(out), true);
-    if (r == 0)
-        return 0;
-    rk_set_err(err, errlen, "filesystem check failed: %s %s exit %d: %s", argv[0], argv[1], r,
-               fsdev_last_line(out));
-    return -EUCLEAN;
+    return fsdev_check(d, err, errlen);
+}
+
+/* The cache's dirty bytes and state from `raidkit status --json` (dirty 0, "?" if unknown). */
+static void fsdev_cache_state(const struct fsdev *d, uint64_t *dirty, char *state, size_t len)
+{
+    char out[16384];
+    *dirty = 0;
+    snprintf(state, len, "?");
+    if (bench_cache_status(d->ctl, out, sizeof(out)) == 0)
+        bench_cache_parse_dirty(out, dirty, state, len);
+}
+
+int fsdev_cache_drain_check(struct fsdev *d, char *msg, size_t len)
+{
+    char rk[600], state[32], cerr[300];
+    uint64_t dirty0, dirty1;
+    if (!d->cache_mode[0] || !d->checked || d->mounted) {
+        rk_set_err(msg, len, "no cache, or the last filesystem was not checked clean");
+        return -EINVAL;
+    }
+    fsdev_cache_state(d, &dirty0, state, sizeof(state));
+    int r = fsdev_self(rk, sizeof(rk), msg, len);
+    char *argv[] = {rk, "cache", "detach", "--control", d->ctl, NULL};
+    if (r < 0 || (r = fsdev_run(argv, "raidkit cache detach", msg, len)) < 0)
+        return r;
+    fsdev_cache_state(d, &dirty1, state, sizeof(state));
+    if (strcmp(state, "detached") || dirty1) {
+        rk_set_err(msg, len,
+                   "after raidkit cache detach the cache is %s with %" PRIu64 " dirty bytes", state,
+                   dirty1);
+        return -EIO;
+    }
+    if ((r = fsdev_check(d, cerr, sizeof(cerr))) < 0) {
+        rk_set_err(msg, len, "the backing alone after the cache drain: %s", cerr);
+        return r;
+    }
+    snprintf(msg, len,
+             "%s cache drained (%.1f MiB dirty written back) and detached after the last "
+             "trial; the backing alone then checked clean (%s)",
+             d->cache_mode, (double)dirty0 / (1 << 20),
+             !strcmp(d->fs, "ext4")  ? "e2fsck -fn"
+             : !strcmp(d->fs, "xfs") ? "xfs_repair -n"
+                                     : "btrfs check --readonly");
+    return 0;
 }
 
 int fsdev_down(struct fsdev *d, char *err, size_t errlen)
@@ -319,6 +431,8 @@ int fsdev_down(struct fsdev *d, char *err, size_t errlen)
         rmdir(d->expdir);
     if (d->fuse_log[0])
         unlink(d->fuse_log);
+    if (d->ctl[0])
+        unlink(d->ctl); /* the export removes it when it stops cleanly */
     for (int i = 0; i < d->nfiles; i++)
         unlink(d->files[i]);
     d->nfiles = 0;

@@ -270,6 +270,7 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
     if (noisy)
         render_text_noisy(rows, n, f);
     render_text_mapping(r, job, f);
+    render_text_seed_pairs(r, job, f);
     render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
 }
@@ -386,6 +387,9 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
         cJSON_AddStringToObject(x, "label", bj->seed[i].label);
         cJSON_AddNumberToObject(x, "mbs", bj->seed[i].mbs);
         cJSON_AddBoolToObject(x, "ref_only", bj->seed[i].ref_only);
+        int sc = render_seed_config(r, j, i); /* the configuration whose row carries it */
+        cJSON_AddItemToObject(
+            x, "config", sc < 0 ? cJSON_CreateNull() : cJSON_CreateString(r->configs[sc].name));
         cJSON_AddItemToArray(seed, x);
     }
     if (r->suite->jobs[j].tool[0])
@@ -502,8 +506,7 @@ char *bench_render_json(const struct bench_report *r)
     return out;
 }
 
-/* CSV field: quoted when it holds a comma, quote or newline. */
-static void render_csv_field(FILE *f, const char *s)
+void render_csv_field(FILE *f, const char *s)
 {
     if (!strpbrk(s, ",\"\n")) {
         fputs(s, f);
@@ -523,7 +526,7 @@ int bench_render_csv(const struct bench_report *r, FILE *f)
     fputs(
         "suite,job,title,rw,bs,iodepth,config,label,trials,mean_mbs,stderr_mbs,stddev_mbs,rsd_pct,"
         "host_bound,raw_trials_mbs,note,model_mbs,host_bound_words,seed_mbs,seed_ratio,p50_us,"
-        "p99_us,noisy,mttdl_hours,p_loss_rebuild\n",
+        "p99_us,noisy,mttdl_hours,p_loss_rebuild,seed_label\n",
         f);
     for (int j = 0; j < r->suite->njobs; j++) {
         const struct bench_job *bj = &r->suite->jobs[j];

@@ -23,9 +23,21 @@ bool render_has_row(const struct bench_report *r, int c, int job);
  * note. The text lives in r. */
 const char *render_cell_note(const struct bench_report *r, int c, int j);
 
-/* The seed's figure (MB/s) for configuration c in job's table: the seed row whose label names
- * the configuration's label (equal, or up to raidkit's " (N)" member suffix); 0 = none. */
+/* The seed's figure (MB/s, or the job's unit) for configuration c in job's table: the seed row
+ * the suite's seed_config maps to the configuration's name, else the one whose label names the
+ * configuration's label (equal, or up to raidkit's " (N)" member suffix); 0 = none. */
 double render_seed_mbs(const struct bench_report *r, int c, int job);
+/* The study's row label of that seed figure (NULL = none): the suite's seed_config maps it to
+ * the configuration, or it is the configuration's label. Text lives in r's suite. */
+const char *render_seed_label(const struct bench_report *r, int c, int job);
+/* render_seed_label when it is not the configuration's own label (a seed_config pair), else
+ * NULL: the reports name the study's row there. */
+const char *render_seed_other_label(const struct bench_report *r, int c, int job);
+/* The configuration (index) whose row of job's table carries seed row number seed, or -1. */
+int render_seed_config(const struct bench_report *r, int job, int seed);
+/* Under a text table, one line naming the study's row beside each configuration whose label is
+ * not the study's ("raidkit cache writeback = BCache Writeback (seed)"); nothing if none. */
+void render_text_seed_pairs(const struct bench_report *r, int job, FILE *f);
 /* The cell's RSD stayed above BENCH_RSD_LIMIT percent (at least 2 trials): marked noisy. */
 bool render_noisy(const struct bench_cell *cell);
 /* A host-bound cell with a prediction: the model's figure is the row's headline. */
@@ -60,18 +72,22 @@ const struct render_seed_reason *render_model_seed_reason(const struct bench_rep
 /* Every reason, in legend order, ended by an entry with code NULL. */
 const struct render_seed_reason *render_seed_reason_table(void);
 /* Why cell (c, j) has no prediction ("" when it has one): RENDER_NO_FS_MODEL for a filesystem
- * job, else no --model, not modelled, or an HDD profile. Static text. */
+ * job (with the cache tier's missing model added on a cache configuration), the cache tier's
+ * missing model on a cache configuration, else no --model, not modelled, or an HDD profile.
+ * Static text. */
 const char *render_prediction_none(const struct bench_report *r, int c, int j);
 
 /* The shared columns of a JSON result object x for cell (c, j): seed_mbs, seed_ratio,
  * model_seed_ratio (null without a seed row), headline_mbs, headline ("model"/"measured"),
  * host_bound_words, noisy, mapping, mapping_reason (the sentence, "" if none), p50_us, p99_us (null
- * when unknown). */
+ * when unknown), seed_label (render_seed_label; null without a seed figure). */
 struct cJSON;
 void render_json_row_extra(struct cJSON *x, const struct bench_report *r, int c, int j);
+/* A CSV field: quoted when it holds a comma, quote or newline. */
+void render_csv_field(FILE *f, const char *s);
 /* The CSV columns appended after "note" for cell (c, j), each preceded by a comma: model_mbs,
  * host_bound_words, seed_mbs, seed_ratio, p50_us, p99_us, noisy, mttdl_hours ("inf" when
- * infinite), p_loss_rebuild; empty fields when not known. */
+ * infinite), p_loss_rebuild, seed_label (render_seed_label); empty fields when not known. */
 void render_csv_row_extra(FILE *f, const struct bench_report *r, int c, int j);
 
 #endif

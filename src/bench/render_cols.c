@@ -19,14 +19,71 @@ static bool render_same_label(const char *seed, const char *config)
     return !strncmp(seed, config, n) && (!config[n] || !strncmp(config + n, " (", 2));
 }
 
-double render_seed_mbs(const struct bench_report *r, int c, int job)
+/* Whether the seed row label names configuration c: the suite's seed_config maps the label to
+ * c's name (and then to no other configuration), or else the labels agree. */
+static bool render_seed_names(const struct bench_report *r, const char *label, int c)
+{
+    const struct bench_suite *s = r->suite;
+    for (int i = 0; i < s->nseed_configs; i++)
+        if (!strcmp(s->seed_configs[i].label, label))
+            return !strcmp(s->seed_configs[i].config, r->configs[c].name);
+    return render_same_label(label, r->configs[c].label);
+}
+
+/* The index of the seed row beside configuration c in job's table (the last that names it), or
+ * -1. */
+static int render_seed_index(const struct bench_report *r, int c, int job)
 {
     const struct bench_job *bj = &r->suite->jobs[job];
-    double v = 0;
+    int k = -1;
     for (int i = 0; i < bj->nseed; i++)
-        if (render_same_label(bj->seed[i].label, r->configs[c].label))
-            v = bj->seed[i].mbs;
-    return v;
+        if (render_seed_names(r, bj->seed[i].label, c))
+            k = i;
+    return k;
+}
+
+double render_seed_mbs(const struct bench_report *r, int c, int job)
+{
+    int i = render_seed_index(r, c, job);
+    return i < 0 ? 0 : r->suite->jobs[job].seed[i].mbs;
+}
+
+const char *render_seed_label(const struct bench_report *r, int c, int job)
+{
+    int i = render_seed_index(r, c, job);
+    return i < 0 ? NULL : r->suite->jobs[job].seed[i].label;
+}
+
+const char *render_seed_other_label(const struct bench_report *r, int c, int job)
+{
+    const char *l = render_seed_label(r, c, job);
+    return l && !render_same_label(l, r->configs[c].label) ? l : NULL;
+}
+
+int render_seed_config(const struct bench_report *r, int job, int seed)
+{
+    for (int c = 0; c < r->nconfigs; c++)
+        if (render_has_row(r, c, job) && render_seed_index(r, c, job) == seed)
+            return c;
+    return -1;
+}
+
+void render_text_seed_pairs(const struct bench_report *r, int job, FILE *f)
+{
+    bool head = false;
+    for (int c = 0; c < r->nconfigs; c++) {
+        const char *l = render_has_row(r, c, job) ? render_seed_other_label(r, c, job) : NULL;
+        if (!l)
+            continue;
+        fprintf(f, "%s %s = %s (seed)",
+                head ? ";"
+                     : "[seed X, xR]: the study's row of the "
+                       "configuration, xR = measured / seed:",
+                r->configs[c].label, l);
+        head = true;
+    }
+    if (head)
+        fputs("\n", f);
 }
 
 bool render_noisy(const struct bench_cell *cell)
@@ -145,8 +202,14 @@ const char *render_prediction_none(const struct bench_report *r, int c, int j)
     const struct bench_config *bc = &r->configs[c];
     if (r->cells[c][j].model_mbs > 0)
         return "";
+    bool cache = !strcmp(bc->kind, "cache"); /* never predicted: raw or filesystem */
     if (r->suite->jobs[j].tool[0])
-        return RENDER_NO_FS_MODEL;
+        return cache ? RENDER_NO_FS_MODEL "; on a cache configuration the cache tier (admission, "
+                                          "hits, write-back) is not predicted either"
+                     : RENDER_NO_FS_MODEL;
+    if (cache)
+        return "no model: the cache tier (admission, hits, write-back) is not predicted; the "
+               "configuration's devices run their own emulated models";
     if (!r->model_name[0])
         return "no model: the run has no --model";
     if (strcmp(bc->kind, "raidkit"))
@@ -167,6 +230,11 @@ void render_json_row_extra(cJSON *x, const struct bench_report *r, int c, int j)
 {
     const struct bench_cell *cell = &r->cells[c][j];
     double seed = render_seed_mbs(r, c, j);
+    const char *label = render_seed_label(r, c, j);
+    if (label)
+        cJSON_AddStringToObject(x, "seed_label", label);
+    else
+        cJSON_AddNullToObject(x, "seed_label");
     render_json_num(x, "seed_mbs", seed, seed > 0);
     render_json_num(x, "seed_ratio", seed > 0 ? cell->mean / seed : 0, seed > 0);
     render_json_num(x, "model_seed_ratio", seed > 0 ? cell->model_mbs / seed : 0,
@@ -222,4 +290,7 @@ void render_csv_row_extra(FILE *f, const struct bench_report *r, int c, int j)
         fprintf(f, ",%.6g", bc->p_loss_rebuild);
     else
         fputs(",", f);
+    fputc(',', f);
+    if (seed > 0)
+        render_csv_field(f, render_seed_label(r, c, j)); /* "4 Disks, Non-RAID" is quoted */
 }

@@ -315,7 +315,14 @@ static void html_row(const struct bench_report *r, int c, int j, FILE *f)
             render_model_headline(cell) ? " (model)" : "", render_noisy(cell) ? " ~" : "",
             cell->mean, cell->host_bound ? " *" : "", render_noisy(cell) ? " ~ noisy" : "");
     html_num(f, cell->model_mbs, "", 2);
-    html_num(f, seed, "", 2);
+    const char *study = render_seed_other_label(r, c, j);
+    if (study) { /* a configuration standing for a study row of another label */
+        fprintf(f, "<td>%.2f <small>(", seed);
+        render_xml(f, study);
+        fputs(")</small></td>", f);
+    } else {
+        html_num(f, seed, "", 2);
+    }
     html_num(f, seed > 0 ? cell->mean / seed : 0, "&#215;", 2);
     const struct render_seed_reason *why = render_model_seed_reason(r, c, j);
     if (why)

@@ -3,6 +3,7 @@
 #ifndef RK_BENCH_RUN_H
 #define RK_BENCH_RUN_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <signal.h>
@@ -96,12 +97,38 @@ const char *bench_cache_mode(const char *name);
  * NAME as the first readable bench/profiles/NAME.ini under $RAIDKIT_SOURCE_DIR, the working
  * directory and the binary's parent directory. Returns 0, or -ENOENT (nothing readable). */
 int bench_cache_profile(const char *name, char *buf, size_t len);
-/* argv of `raidkit serve` for configuration name (texts in a, argv NULL-terminated; rk is the
- * binary, sock the NBD socket, ctl the control socket, ssd/hdd profile arguments, threads the
- * server's worker threads). Returns the argument count. */
-int bench_cache_serve_argv(const char *rk, const char *name, const char *sock, const char *ctl,
-                           const char *ssd, const char *hdd, const char *backing,
-                           const char *cachedev, int threads, char a[12][640], char *argv[16]);
+/* A cache configuration's devices, made as a user makes them (bench_cache_make): used by the raw
+ * jobs (`raidkit serve`, this file) and by the filesystem jobs (`raidkit fuse`, job_fs_dev.c). */
+struct bench_cache_devs {
+    char rk[PATH_MAX];       /* the raidkit binary (this process's) */
+    char ssd[600], hdd[600]; /* the SSD and HDD profile arguments (bench_cache_profile) */
+    char backing[600];       /* the backing: one linear member, the HDD */
+    char cachedev[600];      /* the cache device (the SSD); "" for cache-ssd and cache-hdd */
+};
+/* Make configuration name's devices in dir, file names starting with prefix: resolve the SSD and
+ * HDD profiles (mushkin-ssd-2015 and hdd-7200, or $RAIDKIT_BENCH_CACHE_SSD / _HDD), write the
+ * backing file (backing_size bytes of zeros) and `raidkit create --level linear` it; for
+ * cache-MODE also the cache device (cache_size bytes) and `raidkit cache create --mode MODE`.
+ * Returns 0, or -errno with a message in err; bench_cache_unmake removes the files either way. */
+int bench_cache_make(const char *name, const char *dir, const char *prefix, uint64_t backing_size,
+                     uint64_t cache_size, struct bench_cache_devs *d, char *err, size_t errlen);
+/* Remove the files bench_cache_make made (also after it failed). */
+void bench_cache_unmake(struct bench_cache_devs *d);
+/* The cache device's size: $RAIDKIT_BENCH_CACHE_SIZE (K/M/G, at least 16 MiB), else def. */
+uint64_t bench_cache_size(uint64_t def);
+#define BENCH_CACHE_ARGS 16
+/* argv of the raidkit command that runs configuration name over d (texts in a, argv
+ * NULL-terminated): d->rk, the words of head (NULL-terminated: the subcommand and its own
+ * options, e.g. {"serve", "--listen=unix:S", "--control=C", NULL} or {"fuse", DIR, ...}), then
+ * the models -- cache-MODE: --emulate=HDD --cache=CACHEDEV --cache-emulate=SSD; cache-ssd:
+ * --emulate=SSD; cache-hdd: --emulate=HDD -- and the backing. Returns the argument count. */
+int bench_cache_argv(const struct bench_cache_devs *d, const char *name, const char *const head[],
+                     char a[BENCH_CACHE_ARGS][640], char *argv[BENCH_CACHE_ARGS + 1]);
+/* `raidkit status --json --control ctl` into out (len bytes). Returns 0 or -EIO / -ENOENT. */
+int bench_cache_status(const char *ctl, char *out, size_t len);
+/* A status document's cache: dirty_bytes into *dirty and "state" ("ok", "detached", ...) into
+ * state. Returns 0, or -ENOENT when there is no "cache" object. */
+int bench_cache_parse_dirty(const char *json, uint64_t *dirty, char *state, size_t len);
 /* The hit counters of a `raidkit status --json` document (its "cache" object, at top level or
  * under "status"): read_hits, read_misses, write_hits, write_misses (absent keys are 0). Returns
  * 0, or -ENOENT when there is no "cache" object. */

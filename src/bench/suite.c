@@ -9,6 +9,7 @@
 
 #include "bench/bench.h"
 #include "bench/job_fs.h"
+#include "bench/run.h"
 #include "core/ini.h"
 #include "core/util.h"
 
@@ -45,6 +46,40 @@ static int suite_seed_row(struct bench_job *j, const char *v)
     memcpy(r->label, v, n);
     r->label[n] = '\0';
     r->mbs = x;
+    return 0;
+}
+
+/* "LABEL | CONFIG" (suite level): the study's row LABEL is configuration CONFIG. */
+static int suite_seed_config(struct bench_suite *s, const char *v, char *msg, size_t msglen)
+{
+    const char *bar = strrchr(v, '|');
+    struct bench_seed_config *m = &s->seed_configs[s->nseed_configs];
+    size_t n = bar ? (size_t)(bar - v) : 0;
+    while (n > 0 && v[n - 1] == ' ')
+        n--;
+    const char *cfg = bar ? bar + 1 + strspn(bar + 1, " ") : "";
+    struct bench_config bc = {0};
+    bool known = false;
+    for (int i = 0; bench_backends[i] && cfg[0]; i++)
+        known |= bench_backends[i]->describe(&bc, cfg, 4);
+    if (s->nseed_configs >= BENCH_MAX_SEED_ROWS || n == 0 || n >= sizeof(m->label) ||
+        strlen(cfg) >= sizeof(m->config) || !known) {
+        rk_set_err(msg, msglen,
+                   "bad value '%s' for 'seed_config' (LABEL | CONFIG, a configuration "
+                   "name of --configs)",
+                   v);
+        return -EINVAL;
+    }
+    memcpy(m->label, v, n);
+    m->label[n] = '\0';
+    snprintf(m->config, sizeof(m->config), "%s", cfg);
+    for (int i = 0; i < s->nseed_configs; i++) {
+        if (!strcmp(s->seed_configs[i].label, m->label)) {
+            rk_set_err(msg, msglen, "seed_config: row '%s' given twice", m->label);
+            return -EINVAL;
+        }
+    }
+    s->nseed_configs++;
     return 0;
 }
 
@@ -152,6 +187,8 @@ static int suite_line(void *arg, const char *section, const char *k, const char 
         }
         return 0;
     }
+    if (!x->cur && !strcmp(k, "seed_config"))
+        return suite_seed_config(s, v, msg, msglen);
     if (!x->cur && !strcmp(k, "reproduces")) {
         snprintf(s->reproduces, sizeof(s->reproduces), "%s", v);
         return 0;

@@ -1,5 +1,6 @@
-/* The bench's cache configurations without running them: names and modes, the `raidkit serve`
- * command line each one uses, the SSD profile lookup, the hit counters taken from `status
+/* The bench's cache configurations without running them: names and modes, the `raidkit serve` and
+ * `raidkit fuse` command lines each one uses, the SSD profile lookup, the hit counters taken from
+ * `status
  * --json`, and the seed rows, warm-up and hit ratios in the text and JSON reports. */
 #include <errno.h>
 #include <setjmp.h>
@@ -47,10 +48,15 @@ static void test_describe_and_modes(void **state)
 static void test_serve_argv(void **state)
 {
     (void)state;
-    char a[12][640], *argv[16];
-    int n = bench_cache_serve_argv("/bin/raidkit", "cache-writeback", "/w/nbd.sock", "/w/ctl",
-                                   "/src/bench/profiles/mushkin-ssd-2015.ini", "hdd-7200",
-                                   "/w/b.img", "/w/c.img", 16, a, argv);
+    char a[BENCH_CACHE_ARGS][640], *argv[BENCH_CACHE_ARGS + 1];
+    struct bench_cache_devs d = {.rk = "/bin/raidkit",
+                                 .ssd = "/src/bench/profiles/mushkin-ssd-2015.ini",
+                                 .hdd = "hdd-7200",
+                                 .backing = "/w/b.img",
+                                 .cachedev = "/w/c.img"};
+    const char *serve[] = {"serve", "--threads=16", "--listen=unix:/w/nbd.sock", "--control=/w/ctl",
+                           NULL};
+    int n = bench_cache_argv(&d, "cache-writeback", serve, a, argv);
     static const char *const want[] = {
         "/bin/raidkit",     "serve",
         "--threads=16",     "--listen=unix:/w/nbd.sock",
@@ -61,12 +67,22 @@ static void test_serve_argv(void **state)
     for (int i = 0; i < n; i++)
         assert_string_equal(argv[i], want[i]);
     assert_null(argv[n]);
+    /* The filesystem jobs run the same models and cache under raidkit fuse. */
+    const char *fuse[] = {"fuse", "/w/fs-export", "--control=/w/fs-ctl.sock", NULL};
+    n = bench_cache_argv(&d, "cache-writeback", fuse, a, argv);
+    assert_int_equal(n, 8);
+    assert_string_equal(argv[1], "fuse");
+    assert_string_equal(argv[2], "/w/fs-export");
+    for (int i = 4; i < n; i++)
+        assert_string_equal(argv[i], want[i + 1]);
     /* The raw devices: one model each, no cache. */
-    n = bench_cache_serve_argv("rk", "cache-ssd", "s", "c", "SSD", "HDD", "b", "cd", 16, a, argv);
+    snprintf(d.ssd, sizeof(d.ssd), "SSD");
+    snprintf(d.hdd, sizeof(d.hdd), "HDD");
+    n = bench_cache_argv(&d, "cache-ssd", serve, a, argv);
     assert_int_equal(n, 7);
     assert_string_equal(argv[5], "--emulate=SSD");
-    n = bench_cache_serve_argv("rk", "cache-hdd", "s", "c", "SSD", "HDD", "b", "cd", 16, a, argv);
-    assert_string_equal(argv[5], "--emulate=HDD");
+    n = bench_cache_argv(&d, "cache-hdd", fuse, a, argv);
+    assert_string_equal(argv[4], "--emulate=HDD");
     for (int i = 0; i < n; i++)
         assert_null(strstr(argv[i], "--cache"));
 }
@@ -101,6 +117,19 @@ static void test_parse_status(void **state)
     assert_int_equal(bench_cache_parse_status("{\"level\":\"linear\"}", c), -ENOENT);
     assert_int_equal(bench_cache_parse_status("not json", c), -ENOENT);
     assert_int_equal(bench_cache_parse_status("{\"cache\":null}", c), -ENOENT);
+    uint64_t dirty = 9;
+    char st[16];
+    assert_int_equal(bench_cache_parse_dirty("{\"status\":{\"cache\":{\"state\":\"detached\","
+                                             "\"dirty_bytes\":0}}}",
+                                             &dirty, st, sizeof(st)),
+                     0);
+    assert_true(dirty == 0);
+    assert_string_equal(st, "detached");
+    assert_int_equal(
+        bench_cache_parse_dirty("{\"cache\":{\"dirty_bytes\":65536}}", &dirty, st, sizeof(st)), 0);
+    assert_true(dirty == 65536);
+    assert_string_equal(st, "?");
+    assert_int_equal(bench_cache_parse_dirty("{\"cache\":null}", &dirty, st, sizeof(st)), -ENOENT);
 }
 
 static void test_hit_pct(void **state)

@@ -327,7 +327,7 @@ static void test_host_bound_and_stats(void **state)
     fclose(m);
     assert_non_null(strstr(buf, "randread,Random Read,randread,4096,4,raid0,RAID 0 (4),3,950.000,"
                                 "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound,,"
-                                "host-bound; this host's limit, not the layout's,,,,,no,,\n"));
+                                "host-bound; this host's limit, not the layout's,,,,,no,,,\n"));
     free(buf);
     free(r->model_json);
     free(r);
@@ -506,12 +506,12 @@ static void test_seed_prediction_columns(void **state)
     /* New columns at the end of the header; the old ones keep their places. */
     assert_non_null(strstr(buf, "rsd_pct,host_bound,raw_trials_mbs,note,model_mbs,"
                                 "host_bound_words,seed_mbs,seed_ratio,p50_us,p99_us,noisy,"
-                                "mttdl_hours,p_loss_rebuild\n"));
+                                "mttdl_hours,p_loss_rebuild,seed_label\n"));
     assert_non_null(strstr(buf, ",RAID 0 (4),3,950.000,"));
     assert_non_null(strstr(buf, ",host-bound,1200.000,host-bound; the model's prediction is the "
-                                "headline,760.000,1.250,,,no,,\n"));
+                                "headline,760.000,1.250,,,no,,,RAID 0\n"));
     assert_non_null(strstr(buf, ",RAID 1 (4),3,400.000,"));
-    assert_non_null(strstr(buf, ",380.000,,233.000,1.717,12.5,99.0,yes,,\n"));
+    assert_non_null(strstr(buf, ",380.000,,233.000,1.717,12.5,99.0,yes,,,RAID 1\n"));
     assert_non_null(strstr(buf, ",noop (ceiling),3,"));
     free(buf);
 

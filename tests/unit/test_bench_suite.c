@@ -76,6 +76,12 @@ static void test_shipped(void **state)
     assert_int_equal(s->jobs[4].warmup, 2);
     assert_int_equal(s->jobs[5].warmup, 2);
     assert_int_equal(s->jobs[5].iodepth, 1);
+    /* Its SSD, HDD and bcache rows are the cache configurations' (seed_config). */
+    assert_int_equal(s->nseed_configs, 4);
+    assert_string_equal(s->seed_configs[0].label, "120GB Mushkin SSD");
+    assert_string_equal(s->seed_configs[0].config, "cache-ssd");
+    assert_string_equal(s->seed_configs[3].label, "BCache Writeback");
+    assert_string_equal(s->seed_configs[3].config, "cache-writeback");
     load("seed002", s);
     assert_string_equal(s->jobs[0].rw, "read");
     assert_int_equal(s->jobs[0].bs, 1u << 20);
@@ -137,6 +143,16 @@ static void test_errors(void **state)
     assert_int_equal(parse_text("[a]\nseed_row = X | 2x\n", err, sizeof(err)), -EINVAL);
     assert_int_equal(parse_text("[a]\nseed_row = X | -1\n", err, sizeof(err)), -EINVAL);
     assert_int_equal(parse_text("[a]\nwarmup = 17\n", err, sizeof(err)), -EINVAL);
+    /* seed_config: suite level, a known configuration, each study row once. */
+    assert_int_equal(parse_text("seed_config = X | cache-ssd\n[a]\n", err, sizeof(err)), 0);
+    assert_int_equal(parse_text("seed_config = X | cache-bogus\n[a]\n", err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, ":1: bad value 'X | cache-bogus' for 'seed_config'"));
+    assert_int_equal(parse_text("seed_config = cache-ssd\n[a]\n", err, sizeof(err)), -EINVAL);
+    assert_int_equal(
+        parse_text("seed_config = X | raid1\nseed_config = X | raid5\n[a]\n", err, sizeof(err)),
+        -EINVAL);
+    assert_non_null(strstr(err, ":2: seed_config: row 'X' given twice"));
+    assert_int_equal(parse_text("[a]\nseed_config = X | raid1\n", err, sizeof(err)), -EINVAL);
     struct bench_suite *s = calloc(1, sizeof(*s));
     assert_int_equal(bench_suite_load("/nonexistent/suite.ini", s, err, sizeof(err)), -ENOENT);
     assert_int_equal(bench_suite_load("no-such-suite-name", s, err, sizeof(err)), -ENOENT);
