@@ -13,16 +13,22 @@
 rk_init
 rk_need fio
 
+# ro_array LEVEL N: a fresh array of N members, served, gen-1 stamps in [0, 2 MiB) (flushed).
+ro_array()
+{
+    rk_members "$2" 9M
+    rk_create --level "$1" --chunk 16K "${M[@]}"
+    rk_serve "${M[@]}"
+    rk_stamp 1 0 $((2 * MiB)) # ends with a FLUSH, which retires every log entry
+}
+
 # ro_inflight LEVEL N DROP: N members, crash with writes in flight, restart without the DROP last
 # members.
 ro_inflight()
 {
     local level=$1 n=$2 drop=$3
     rk_log "=== $level: dirty with writes in flight, $drop member(s) missing, --read-only"
-    rk_members "$n" 9M
-    rk_create --level "$level" --chunk 16K "${M[@]}"
-    rk_serve "${M[@]}"
-    rk_stamp 1 0 $((2 * MiB))
+    ro_array "$level" "$n"
     torture_kill_writing $((4 * MiB)) $((4 * MiB))
     local part=("${M[@]:0:$((n - drop))}") before
     before=$(rk_sums "${M[@]}")
@@ -50,10 +56,7 @@ ro_flushed()
 {
     local level=$1 n=$2 drop=$3
     rk_log "=== $level: dirty, nothing in flight, $drop member(s) missing, --read-only"
-    rk_members "$n" 9M
-    rk_create --level "$level" --chunk 16K "${M[@]}"
-    rk_serve "${M[@]}"
-    rk_stamp 1 0 $((2 * MiB)) # ends with a FLUSH
+    ro_array "$level" "$n"
     torture_kill
     local part=("${M[@]:0:$((n - drop))}") before
     before=$(rk_sums "${M[@]}")
