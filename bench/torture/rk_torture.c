@@ -1,8 +1,9 @@
 /* rk_torture: the fast power-cut torture driver (docs/TORTURE.md "The fast driver").
  *
- *   rk_torture [--levels raid1,raid10,raid5,raid6] [--variants fail,remove] [--cuts N]
- *              [--seed S] [--path dev|nbd] [--threads T] [--member-mib M] [--cut-max C]
- *              [--dir DIR] [--max-fail K] [-v] | --self-test
+ *   rk_torture [--levels raid1,raid10,raid5,raid6] [--variants fail,remove,rocheck]
+ *              [--cuts N] [--seed S] [--path dev|nbd] [--threads T] [--member-mib M]
+ *              [--cut-max C] [--flush-pct P] [--fua-pct P] [--dir DIR] [--max-fail K] [-v]
+ *              | --self-test
  *
  * Per level and variant, N cycles; cycle k uses seed S+k (replay one with --seed S+k --cuts 1):
  * a fresh array over small member files (a template copied in), opened in this process over
@@ -14,6 +15,12 @@
  *           seed % members -> verify again;
  *   remove: reopen degraded without slot seed % members (the dirty + degraded start) -> verify
  *           -> replace the slot with an empty member, rebuild -> scrub: 0 -> verify again.
+ *   rocheck: reopen read-only degraded without slot seed % members (raid6, odd seeds: and a
+ *           second slot), no force: the dirty + degraded read-only start that reads the log
+ *           (RK_LOG_CHECK) is refused (counted) or accepted; accepted -> verify (no block may
+ *           read garbage: no live entry was left) -> the members are byte for byte as before
+ *           (nothing written) -> the writable degraded start (no force) is accepted too ->
+ *           verify.
  * One summary line per level and variant, one FAIL line per failing cycle (its library log is
  * kept in DIR). Exit 0 when every cycle passed, 1 when one failed, 2 on usage errors. */
 #include <errno.h>
@@ -41,7 +48,8 @@ struct cfg {
     char levels[128], variants[64];
     uint64_t cuts, seed, cut_max, member_bytes, max_ops;
     int threads, max_fail, verbose;
-    double deadline; /* seconds after start: stop cycling (0 = none) */
+    unsigned flush_pct, fua_pct; /* workload mix overrides (0: defaults; workload.h) */
+    double deadline;             /* seconds after start: stop cycling (0 = none) */
     double t0;
     bool nbd;
     bool no_resync; /* fail variant: stop the restart's resync before the scrub (diagnosis) */
@@ -67,10 +75,13 @@ struct cyc {
     struct wl_verify v1, v2;
     uint64_t mism, mism_lax; /* scrub mismatches: judged, and not judged (cycle_scrub lax) */
     bool fail;
-    bool refused; /* remove: the dirty + degraded start was refused (-EUCLEAN): safe, not a pass */
+    bool refused; /* remove, rocheck: the dirty + degraded start was refused (-EUCLEAN): safe */
     bool forced;  /* remove: then started with force and its replay's claims checked */
     char why[400];
 };
+
+enum variant { VAR_FAIL, VAR_REMOVE, VAR_ROCHECK };
+static const char *const var_name[] = {"fail", "remove", "rocheck"};
 
 /* Sums over a level's cycles. */
 struct sum {
@@ -363,6 +374,84 @@ static void cycle_remove(const struct cfg *c, struct arr *a, struct wl *w, struc
     claims_free(&cl);
 }
 
+/* The member files' content, read whole into img[i] (c->member_bytes each). 0 or -errno. */
+static int arr_images(const struct cfg *c, const struct arr *a, uint8_t **img)
+{
+    for (int i = 0; i < a->n; i++) {
+        int fd = img[i] ? open(a->path[i], O_RDONLY | O_CLOEXEC) : -1;
+        ssize_t got = fd < 0 ? -1 : pread(fd, img[i], c->member_bytes, 0);
+        if (fd >= 0)
+            close(fd);
+        if (got != (ssize_t)c->member_bytes)
+            return -EIO;
+    }
+    return 0;
+}
+
+/* Phase 2 of variant rocheck: the dirty and degraded read-only start without slot seed %
+ * members and without force reads the partial parity log (RK_LOG_CHECK) and is accepted only
+ * when no entry is live, i.e. (the claim under test) no stripe can be torn: then every block
+ * must read old or new, with the slot missing. Refused (-EUCLEAN) is the safe answer. Either
+ * way the members must not change; an accepted start is followed by the writable degraded
+ * start (no force), which must be accepted too (its replay finds nothing), and a verify. */
+static void cycle_rocheck(const struct cfg *c, struct arr *a, struct wl *w, struct cyc *cy)
+{
+    uint32_t slot = (uint32_t)(cy->seed % (uint64_t)a->n), gone = 1u << slot;
+    /* raid6, odd seeds: a second slot missing too (both parities of some stripes gone). */
+    if (a->level == RK_LEVEL_RAID6 && cy->seed % 2)
+        gone |= 1u << (slot + 1 + (uint32_t)(cy->seed / (uint64_t)a->n) % (uint32_t)(a->n - 1)) %
+                          (uint32_t)a->n;
+    const char *paths[MAX_MEMBERS];
+    uint8_t *before[MAX_MEMBERS] = {0}, *after[MAX_MEMBERS] = {0};
+    int n = 0, ret = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (!(gone & (1u << i)))
+            paths[n++] = a->path[i];
+        before[i] = malloc(c->member_bytes);
+        after[i] = malloc(c->member_bytes);
+    }
+    char err[256];
+    struct rk_volume *v;
+    if (arr_images(c, a, before) < 0) {
+        FAILF(cy, "cannot read the member images");
+        goto out;
+    }
+    struct rk_open_opts ro = {.degraded = true, .read_only = true};
+    ret = rk_volume_open(paths, n, &ro, &v, err, sizeof(err));
+    if (ret == -EUCLEAN) {
+        cy->refused = true;
+    } else if (ret < 0) {
+        FAILF(cy, "read-only degraded restart without slots 0x%x: %s", gone, err);
+    } else {
+        verify_into(w, rk_volume_dev(v), &cy->v1, cy, "read-only degraded restart", NULL);
+        rk_volume_close(v);
+    }
+    if (arr_images(c, a, after) < 0) {
+        FAILF(cy, "cannot read the member images");
+        goto out;
+    }
+    for (int i = 0; i < a->n; i++)
+        if (memcmp(before[i], after[i], c->member_bytes))
+            FAILF(cy, "the read-only start (%s) changed member %d", ret ? "refused" : "accepted",
+                  i);
+    if (ret || cy->fail)
+        goto out;
+    struct rk_open_opts wo = {.degraded = true};
+    if (rk_volume_open(paths, n, &wo, &v, err, sizeof(err)) < 0) {
+        FAILF(cy, "the read-only degraded start was accepted, the writable one not: %s", err);
+        goto out;
+    }
+    verify_into(w, rk_volume_dev(v), &cy->v2, cy, "writable degraded restart", NULL);
+    rk_raid_job_wait(rk_volume_raid(v));
+    if (rk_volume_close(v) < 0)
+        FAILF(cy, "clean close failed");
+out:
+    for (int i = 0; i < a->n; i++) {
+        free(before[i]);
+        free(after[i]);
+    }
+}
+
 static void vsum(struct wl_verify *s, const struct wl_verify *v)
 {
     s->old += v->old;
@@ -375,7 +464,8 @@ static void vsum(struct wl_verify *s, const struct wl_verify *v)
 }
 
 /* One cycle of a level and variant; adds to s. Returns true when it passed. */
-static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t seed, struct sum *s)
+static bool cycle_run(const struct cfg *c, struct arr *a, enum variant var, uint64_t seed,
+                      struct sum *s)
 {
     struct cyc cy = {.seed = seed};
     uint64_t rng = seed ^ 0x5eed5eed5eedull;
@@ -385,6 +475,8 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
         fprintf(stdout, "FAIL %s: out of memory\n", a->name);
         return false;
     }
+    w.flush_pct = c->flush_pct;
+    w.fua_pct = c->fua_pct;
     if (a->level == RK_LEVEL_RAID5 || a->level == RK_LEVEL_RAID6) {
         w.lay.n = (uint32_t)a->n;
         w.lay.np = a->level == RK_LEVEL_RAID6 ? 2 : 1;
@@ -394,7 +486,9 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
     if (r < 0)
         FAILF(&cy, "reset members: %s", strerror(-r));
     else if (cycle_load(c, a, &w, &cy, &rng) == 0 && !cy.fail)
-        remove ? cycle_remove(c, a, &w, &cy) : cycle_fail(c, a, &w, &cy);
+        var == VAR_REMOVE    ? cycle_remove(c, a, &w, &cy)
+        : var == VAR_ROCHECK ? cycle_rocheck(c, a, &w, &cy)
+                             : cycle_fail(c, a, &w, &cy);
     s->cycles++;
     s->refused += cy.refused;
     s->forced += cy.forced;
@@ -411,24 +505,23 @@ static bool cycle_run(const struct cfg *c, struct arr *a, bool remove, uint64_t 
     if (c->verbose)
         printf("cycle %s %s seed=%" PRIu64 " cut_after=%" PRIu64 " ops=%" PRIu64 " old=%" PRIu64
                " new=%" PRIu64 " unproven=%" PRIu64 " %s\n",
-               a->name, remove ? "remove" : "fail", seed, cy.cut_after, w.ops, cy.v1.old, cy.v1.neu,
+               a->name, var_name[var], seed, cy.cut_after, w.ops, cy.v1.old, cy.v1.neu,
                cy.v1.unproven,
                cy.fail      ? cy.why
-               : cy.refused ? "refused, forced start ok"
+               : cy.refused ? (var == VAR_ROCHECK ? "refused" : "refused, forced start ok")
                             : "ok");
     if (cy.fail) {
         s->failed++;
         char keep[560];
         snprintf(keep, sizeof(keep), "%s/fail-%s-%s-%" PRIu64 ".log", c->dir, a->name,
-                 remove ? "remove" : "fail", seed);
+                 var_name[var], seed);
         fflush(stderr);
         char cmd[1100];
         snprintf(cmd, sizeof(cmd), "cp '%s' '%s' 2>/dev/null", c->logpath, keep);
         if (s->failed > 20 || system(cmd) != 0) /* the logs of the first 20 failures only */
             keep[0] = 0;
         printf("FAIL %s %s seed=%" PRIu64 " cut_after=%" PRIu64 ": %s%s%s\n", a->name,
-               remove ? "remove" : "fail", seed, cy.cut_after, cy.why, keep[0] ? "; log " : "",
-               keep);
+               var_name[var], seed, cy.cut_after, cy.why, keep[0] ? "; log " : "", keep);
     }
     fflush(stdout);
     wl_free(&w);
@@ -453,10 +546,10 @@ static void print_sum(const char *level, const char *variant, const struct sum *
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: rk_torture [--levels L,..] [--variants fail,remove] [--cuts N] [--seed S]\n"
-               "       [--path dev|nbd] [--threads T] [--member-mib M] [--cut-max C] [--dir DIR]\n"
-               "       [--max-ops N] [--max-fail K] [--deadline SECONDS] [--no-resync] [-v] |\n"
-               "       --self-test\n");
+    fprintf(f, "usage: rk_torture [--levels L,..] [--variants fail,remove,rocheck] [--cuts N]\n"
+               "       [--seed S] [--path dev|nbd] [--threads T] [--member-mib M] [--cut-max C]\n"
+               "       [--flush-pct P] [--fua-pct P] [--dir DIR] [--max-ops N] [--max-fail K]\n"
+               "       [--deadline SECONDS] [--no-resync] [-v] | --self-test\n");
 }
 
 /* Parse argv into c; returns 0, 1 (self-test asked and run: exit code in *rc) or 2 (usage). */
@@ -477,6 +570,8 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
                                        {"self-test", 0, 0, 'T'},
                                        {"deadline", 1, 0, 'D'},
                                        {"no-resync", 0, 0, 'R'},
+                                       {"flush-pct", 1, 0, 'F'},
+                                       {"fua-pct", 1, 0, 'U'},
                                        {"help", 0, 0, 'h'},
                                        {0, 0, 0, 0}};
     *c = (struct cfg){.cuts = 200,
@@ -561,6 +656,12 @@ static int parse_args(int argc, char **argv, struct cfg *c, int *rc)
         case 'D':
             c->deadline = (double)x;
             break;
+        case 'F':
+            c->flush_pct = (unsigned)(x > 100 ? 100 : x);
+            break;
+        case 'U':
+            c->fua_pct = (unsigned)(x > 100 ? 100 : x);
+            break;
         }
     }
     if (optind < argc) {
@@ -583,9 +684,11 @@ static uint64_t run_level(const struct cfg *c, const char *level)
     char vars[64];
     snprintf(vars, sizeof(vars), "%s", c->variants);
     for (char *sv = NULL, *var = strtok_r(vars, ",", &sv); var; var = strtok_r(NULL, ",", &sv)) {
-        bool remove = !strcmp(var, "remove");
-        if (!remove && strcmp(var, "fail")) {
-            printf("FAIL: unknown variant '%s' (fail, remove)\n", var);
+        int vi = 0;
+        while (vi < 3 && strcmp(var, var_name[vi]))
+            vi++;
+        if (vi == 3) {
+            printf("FAIL: unknown variant '%s' (fail, remove, rocheck)\n", var);
             failed++;
             continue;
         }
@@ -597,8 +700,8 @@ static uint64_t run_level(const struct cfg *c, const char *level)
                        var, k, c->cuts);
                 break;
             }
-            if (!cycle_run(c, &a, remove, c->seed + k, &s) && (int)s.failed >= c->max_fail &&
-                c->max_fail > 0) {
+            if (!cycle_run(c, &a, (enum variant)vi, c->seed + k, &s) &&
+                (int)s.failed >= c->max_fail && c->max_fail > 0) {
                 printf("stopping %s %s after %" PRIu64 " failed cycles\n", a.name, var, s.failed);
                 break;
             }

@@ -103,7 +103,8 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
         }
         /* Stream cycles flush less (3%): a FLUSH closes the log's windows and retires their
          * entries, and what the stream cycle is after lives between two FLUSHes. */
-        if (p < (w->stream ? 3u : 8u) && !w->flushing) {
+        unsigned fl = w->flush_pct ? w->flush_pct : w->stream ? 3u : 8u;
+        if (p < fl && !w->flushing) {
             op->flush = true;
             w->flushing = true;
             memcpy(w->snap, w->acked, w->nblocks * sizeof(uint32_t));
@@ -112,7 +113,7 @@ bool wl_pick(struct wl *w, uint64_t *rng, struct wl_op *op)
             pthread_mutex_unlock(&w->mu);
             return true;
         }
-        op->fua = p >= 8 && p < 22;
+        op->fua = w->fua_pct ? (r >> 52) % 100 < w->fua_pct : p >= 8 && p < 22;
         /* In a stream cycle, a quarter of the writes continue one sequential stream of whole
          * stripes (the partial parity log's windows), 3 of 4 of them FUA (durable while the
          * window that covers them is still live), and 30% are partial writes into the stripe

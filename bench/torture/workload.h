@@ -44,6 +44,9 @@ struct wl {
     } lay;
     _Atomic bool stop; /* a request failed (the cut): issue nothing more */
     uint64_t max_ops;  /* safety bound on requests per cycle */
+    /* Overrides of the mix (0: the defaults above): FLUSH percent, and FUA percent of the
+     * writes (drawn apart from the stream's own FUA choice). rk_torture --flush-pct/--fua-pct. */
+    unsigned flush_pct, fua_pct;
     /* The MAC of every stamp written, by (block, generation): open addressing, under mu; lets
      * the verify compare a block exactly without hashing 4 KiB again (stamp_match). */
     struct wl_mac *macs;

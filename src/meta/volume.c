@@ -397,8 +397,9 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
         rk_set_err(a->err, a->errlen,
                    "array %s was not shut down cleanly and is degraded: its partial parity log "
                    "cannot make every stripe consistent (a write in flight modified a chunk on "
-                   "a missing member), so those stripes could read garbage; bring the missing "
-                   "member(s) back (re-add), or start with --force to accept that",
+                   "a missing member, or a member's log cannot be read or trusted), so those "
+                   "stripes could read garbage; bring the missing member(s) back (re-add), or "
+                   "start with --force to accept that",
                    a->uuid);
     else if (r < 0)
         rk_set_err(a->err, a->errlen, "array %s: cannot start its write log: %s", a->uuid,

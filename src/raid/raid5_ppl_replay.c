@@ -461,6 +461,19 @@ static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
     return n;
 }
 
+/* With a member missing, the slots in bad make the replay unprovable: each is warned (why: what
+ * cannot be told of its log), and bad is returned; with every member readable, 0. */
+static uint32_t ppl_unprovable(struct raid_priv *r, uint32_t bad, const char *why)
+{
+    uint32_t all = (1u << r->l.g.members) - 1;
+    if (raid_slot_mask(r, RAID_STATES_READ) == all)
+        return 0;
+    for (uint32_t s = 0; s < r->l.g.members; s++)
+        if (bad & (1u << s))
+            rk_warn("raid: slot %" PRIu32 " (%s): %s", s, r->members[s]->name, why);
+    return bad;
+}
+
 /* A slot whose head is not valid (corrupt: the head is one FUA block, a crash never tears it)
  * gives no retirement point, so any of its entries may be long retired, its partial parity
  * stale. With every member readable the replay recomputes their stripes from the data
@@ -469,18 +482,37 @@ static size_t lent_collect(struct ppl_scan *sc, struct ppl_lent **out)
  * the start is refused before anything is written (--force replays them as they are). */
 static uint32_t ppl_badhead(struct raid_priv *r, const struct ppl_scan *sc)
 {
-    uint32_t all = (1u << r->l.g.members) - 1, bad = 0;
-    if (raid_slot_mask(r, RAID_STATES_READ) == all)
-        return 0;
+    uint32_t bad = 0;
     for (size_t i = 0; i < sc->nf; i++)
         bad |= sc->badhead & (1u << sc->f[i].slot);
+    return ppl_unprovable(r, bad,
+                          "its partial parity log head is not valid, so which of its log entries "
+                          "are still live cannot be told; with a member missing they cannot be "
+                          "replayed");
+}
+
+/* Readable slots (rd) whose log region could not be read (r5_ppl_scan_slot warned): which of
+ * their entries are live, a write in flight at the crash among them, cannot be told. */
+static uint32_t ppl_unread(const struct raid_priv *r, const struct ppl_scan *sc, uint32_t rd)
+{
+    uint32_t u = 0;
     for (uint32_t s = 0; s < r->l.g.members; s++)
-        if (bad & (1u << s))
-            rk_warn("raid: slot %" PRIu32 " (%s): its partial parity log head is not valid, so "
-                    "which of its log entries are still live cannot be told; with a member "
-                    "missing they cannot be replayed",
-                    s, r->members[s]->name);
-    return bad;
+        if ((rd & (1u << s)) && !sc->buf[s])
+            u |= 1u << s;
+    return u;
+}
+
+/* A replay without the entries of a log it cannot read: with every member readable the resync
+ * of the marked regions recomputes their stripes from the data (harmless); with one missing, a
+ * stripe whose parity member's log was not read keeps the parity a crash may have torn, and the
+ * missing chunk is rebuilt from it. Returns those slots (warned) when a member is missing, else
+ * 0: then the start is refused before anything is written (--force starts without them). */
+static uint32_t ppl_unread_degraded(struct raid_priv *r, const struct ppl_scan *sc, uint32_t rd)
+{
+    return ppl_unprovable(r, ppl_unread(r, sc, rd),
+                          "its partial parity log cannot be read, so the writes in flight it "
+                          "logged cannot be replayed; with a member missing the stripes they tore "
+                          "would read garbage");
 }
 
 /* Replay the entries sc found (docs/FORMAT.md "Replay"): per column, the latest live entry that
@@ -542,11 +574,7 @@ int r5_ppl_start(struct raid_priv *r, int mode)
          * live entry on each readable parity member of its stripe (a stripe whose parity
          * members are all gone needs no reconstruction), so none found, every log block read
          * and trusted, means no stripe needs the replay. */
-        bool all_read = true;
-        for (uint32_t s = 0; s < r->l.g.members; s++)
-            if ((rd & (1u << s)) && !sc.buf[s])
-                all_read = false;
-        int ret = sc.nf || sc.untrusted || !all_read ? -EUCLEAN : 0;
+        int ret = sc.nf || sc.untrusted || ppl_unread(r, &sc, rd) ? -EUCLEAN : 0;
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
             free(sc.buf[s]);
         free(sc.f);
@@ -561,10 +589,13 @@ int r5_ppl_start(struct raid_priv *r, int mode)
         }
     if (!key)
         randombytes_buf(L->key, RK_PPL_KEY_BYTES);
-    /* Entries that may be long retired are not replayed into a degraded array unless forced. */
+    /* Entries that may be long retired, or a log that cannot be read, are not replayed into a
+     * degraded array unless forced. */
     int left = 0;
-    if (mode & RK_LOG_REPLAY)
-        left = ppl_badhead(r, &sc) && !(mode & RK_LOG_FORCE) ? 1 : ppl_replay(r, &sc);
+    if (mode & RK_LOG_REPLAY) {
+        uint32_t unprovable = ppl_badhead(r, &sc) | ppl_unread_degraded(r, &sc, rd);
+        left = unprovable && !(mode & RK_LOG_FORCE) ? 1 : ppl_replay(r, &sc);
+    }
     if (left && !(mode & RK_LOG_FORCE)) {
         /* Keep the log: a start with force (or with the member back) replays it again. */
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
