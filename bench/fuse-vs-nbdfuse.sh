@@ -7,6 +7,9 @@
 # Root only (losetup, mount). Usage: bench/fuse-vs-nbdfuse.sh RAIDKIT_BINARY
 # Environment: ROUNDS [2]  RUNTIME [10] s  SIZE [1G] member/loop file  FIO_SIZE [256M]
 #   DIR [/tmp/rk-fsbench]  (member files live there; tmpfs /dev/shm isolates the disk)
+#   FUSE_B_ENV [] / FUSE_B_BIN []: a second raidkit fuse path "fuse-b" in the same rotation, with
+#     these environment assignments and/or another binary (an older build): an A/B of the FUSE
+#     export; the summary adds fuse-b and fuse/fuse-b. Paths rotate who goes first per round.
 # Prints one line per path and workload: MB/s (10^6 bytes/s) mean over the rounds, and the ratios
 # fuse/nbdfuse and fuse/plain.
 set -uo pipefail
@@ -53,6 +56,12 @@ setup() {
         PIDS+=($!)
         FILE=$DIR/exp/volume
         ;;
+    fuse-b)
+        # shellcheck disable=SC2086
+        env $FUSE_B_ENV "$RK_B" fuse "$DIR/exp" "$DIR/m0" 2>"$DIR/fuse-b.log" &
+        PIDS+=($!)
+        FILE=$DIR/exp/volume
+        ;;
     nbdfuse)
         "$RK" serve --listen "unix:$DIR/sock" "$DIR/m0" 2>"$DIR/serve.log" &
         PIDS+=($!)
@@ -91,10 +100,20 @@ print("%.1f" % ((j["read"]["io_bytes"]+j["write"]["io_bytes"])/1e6/(max(j["read"
 }
 
 WL=("randrw16k randrw 16k" "seqwrite1m write 1m" "seqread1m read 1m")
+PATHS=(fuse nbdfuse plain)
+RK_B=$RK
+if [ -n "${FUSE_B_ENV:-}${FUSE_B_BIN:-}" ]; then
+    [ -n "${FUSE_B_BIN:-}" ] && RK_B=$(cd "$(dirname "$FUSE_B_BIN")" && pwd)/$(basename "$FUSE_B_BIN")
+    [ -x "$RK_B" ] || { echo "$0: FUSE_B_BIN $RK_B is not executable" >&2; exit 2; }
+    PATHS=(fuse fuse-b nbdfuse plain)
+    echo "# fuse-b: ${FUSE_B_ENV:-(no extra environment)} $RK_B"
+fi
 declare -A SUM
 echo "# $(date -u +%FT%TZ) load: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, fio $(fio --version)"
 for ((r = 1; r <= ROUNDS; r++)); do
-    for p in fuse nbdfuse plain; do
+    # who goes first rotates per round, so drift in the machine hits every path alike
+    ORDER=("${PATHS[@]:$(((r - 1) % ${#PATHS[@]}))}" "${PATHS[@]:0:$(((r - 1) % ${#PATHS[@]}))}")
+    for p in "${ORDER[@]}"; do
         rm -f "$DIR/m0" "$DIR/plain.img"
         truncate -s "$SIZE" "$DIR/m0" "$DIR/plain.img"
         [ $p = plain ] || "$RK" create --level linear "$DIR/m0" >/dev/null 2>&1 || exit 1
@@ -109,10 +128,15 @@ for ((r = 1; r <= ROUNDS; r++)); do
     done
 done
 echo
-printf '%-12s %10s %10s %10s %12s %12s\n' workload fuse nbdfuse plain fuse/nbdfuse fuse/plain
+printf '%-12s %10s %10s %10s %12s %12s' workload fuse nbdfuse plain fuse/nbdfuse fuse/plain
+[ ${#PATHS[@]} = 4 ] && printf ' %10s %12s' fuse-b fuse/fuse-b
+echo
 for w in "${WL[@]}"; do
     read -r name _ _ <<<"$w"
     awk -v n="$name" -v r="$ROUNDS" -v f="${SUM[fuse.$name]}" -v b="${SUM[nbdfuse.$name]}" \
-        -v p="${SUM[plain.$name]}" 'BEGIN { printf "%-12s %10.1f %10.1f %10.1f %11.2fx %11.2fx\n",
-        n, f/r, b/r, p/r, (b ? f/b : 0), (p ? f/p : 0) }'
+        -v p="${SUM[plain.$name]}" -v fb="${SUM[fuse-b.$name]:-}" 'BEGIN {
+        printf "%-12s %10.1f %10.1f %10.1f %11.2fx %11.2fx", n, f/r, b/r, p/r, (b ? f/b : 0),
+            (p ? f/p : 0)
+        if (fb != "") printf " %10.1f %11.2fx", fb/r, (fb ? f/fb : 0)
+        printf "\n" }'
 done
