@@ -320,8 +320,12 @@ struct rk_raid_bitmap_stats {
     uint64_t nregions;    /* regions */
     uint64_t set;         /* regions whose bit is set on disk */
     uint64_t unsynced;    /* regions a resync has still to reach */
-    uint64_t area_sets;   /* area writes that set a bit since attach */
+    uint64_t area_offset; /* member byte offset of the area (0: no area) */
+    uint64_t area_size;   /* bytes of each area write */
+    uint64_t area_sets;   /* area writes that set a bit since attach (one per write: the
+                           * writers that shared it count once) */
     uint64_t area_clears; /* area writes that cleared bits since attach */
+    uint64_t bits_set;    /* bits set since attach (each a clear region a write entered) */
 };
 
 /* Fill *s (all zero without a bitmap). Returns 0 or -EINVAL. */

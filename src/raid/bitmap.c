@@ -23,16 +23,16 @@ static int bm_write_area(struct raid_priv *r, const uint8_t *buf)
 }
 
 /*
- * Make the image as of now durable on the members: returns once an area write that started
- * after this call was made (so it holds every bit set before) completed, with its result. One
- * write runs at a time, without bm->lock (it encodes a copy of the image first); the callers
- * that queue meanwhile share the next write, so a burst of first writes into many regions costs
- * two area writes, not one each. Caller holds bm->lock (released while waiting or writing).
+ * Make the image as of generation my durable on the members: returns once an area write that
+ * started at generation my or later (so it holds every bit set before my was taken) completed,
+ * with its result. One write runs at a time, without bm->lock (it encodes a copy of the image
+ * first); the callers that queue meanwhile share the next write, so a burst of first writes into
+ * many regions costs two area writes, not one each. Caller holds bm->lock (released while
+ * waiting or writing).
  */
-static int bm_sync(struct raid_priv *r)
+static int bm_sync_gen(struct raid_priv *r, uint64_t my)
 {
     struct raid_bitmap *bm = r->bm;
-    uint64_t my = ++bm->gen_want;
     while (bm->gen_done < my) {
         if (bm->writing) {
             pthread_cond_wait(&bm->wcond, &bm->lock);
@@ -40,12 +40,18 @@ static int bm_sync(struct raid_priv *r)
         }
         bm->writing = true;
         uint64_t g = bm->gen_want;
+        bool sets = bm->img_sets;
+        bm->img_sets = false;
         bm->hdr.events++;
         memcpy(bm->wbuf, bm->area, (size_t)bm->area_size);
         rk_bm_encode(&bm->hdr, bm->wbuf, bm->area_size);
         pthread_mutex_unlock(&bm->lock);
         int err = bm_write_area(r, bm->wbuf);
         pthread_mutex_lock(&bm->lock);
+        if (sets && !err)
+            atomic_fetch_add(&bm->sets, 1);
+        else if (sets)
+            bm->img_sets = true; /* the next write carries them */
         bm->writing = false;
         bm->gen_done = g;
         bm->gen_err = err;
@@ -54,9 +60,21 @@ static int bm_sync(struct raid_priv *r)
     return bm->gen_err;
 }
 
+/* The caller changed the image: make that change durable (a new generation). Caller holds
+ * bm->lock. */
+static int bm_sync(struct raid_priv *r)
+{
+    return bm_sync_gen(r, ++r->bm->gen_want);
+}
+
+/* Set or clear bit i of the image. Caller holds bm->lock (or is the only user: attach). */
 static void bm_bit(struct raid_bitmap *bm, uint64_t i, bool on)
 {
     uint8_t *b = &bm->area[RK_BM_HDR_SIZE + i / 8];
+    if (on && !(*b & (1u << (i % 8)))) {
+        bm->img_sets = true;
+        atomic_fetch_add(&bm->bits_set, 1);
+    }
     *b = on ? (uint8_t)(*b | (1u << (i % 8))) : (uint8_t)(*b & ~(1u << (i % 8)));
 }
 
@@ -73,14 +91,33 @@ static int bm_get(struct raid_priv *r, uint64_t i)
     v = atomic_fetch_add(&bm->state[i], 1);
     int ret = 0;
     if (!(v & BM_SET)) {
+        /*
+         * The bit may be in the image already: another writer set it and waits for its area
+         * write (v > 0), or a failed one left it. Then this writer waits for generation gen_want
+         * instead of asking for a new one (a sequential stream enters each region with several
+         * writes in flight; each used to cost every member one more FUA area write, in another
+         * place on the disk). Durability: every change of a bit from 0 to 1 in the image is made
+         * under bm->lock in the same critical section that raises gen_want (bm_sync, here and in
+         * raid_bitmap_begin_member and rk_raid_bitmap_mark; the loaded bits of attach are on the
+         * members already), and an area write copies the image and takes g = gen_want in one
+         * critical section. So the bit was set at a generation <= gen_want now, and an area write
+         * with g >= gen_want copied the image after that: it holds the bit. The write under way
+         * now may have started before the bit was set: its g is then below the generation that
+         * set it, so below gen_want, and it does not count. Nothing clears the bit meanwhile: the
+         * cleaner clears only a region whose state is exactly BM_SET, and this writer's count stays
+         * in state until it leaves. bm_sync_gen returns the result of the last completed write,
+         * whose g >= gen_want: on success the bit is on every writable member. Without a writer or
+         * a write pending (v == 0, gen_done == gen_want: a failed attempt left the bit) a new write
+         * is asked for. Tests: unit/test_bitmap_share (test_waiter_needs_later_write fails if a
+         * waiter proceeds on the write under way), unit/test_bitmap test_engine_order.
+         */
+        bool pending = rk_bm_test(bm->area, i) && (v > 0 || bm->gen_done < bm->gen_want);
         bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
-        ret = bm_sync(r);
-        if (ret) {
+        ret = pending ? bm_sync_gen(r, bm->gen_want) : bm_sync(r);
+        if (ret)
             atomic_fetch_sub(&bm->state[i], 1);
-        } else {
+        else
             atomic_fetch_or(&bm->state[i], BM_SET);
-            atomic_fetch_add(&bm->sets, 1);
-        }
     }
     pthread_mutex_unlock(&bm->lock);
     return ret;
@@ -144,8 +181,6 @@ int raid_bitmap_begin_member(struct raid_priv *r, uint64_t member_off, uint64_t 
         else
             atomic_fetch_or(&bm->state[i], BM_SET);
     }
-    if (need && !ret)
-        atomic_fetch_add(&bm->sets, 1);
     pthread_mutex_unlock(&bm->lock);
     if (!ret) {
         h->first = first;
@@ -397,6 +432,8 @@ static void bm_load_bits(struct raid_bitmap *bm, const uint8_t *bits, const uint
         any = true;
     }
     atomic_store(&bm->resync_pending, any);
+    bm->img_sets = false; /* the loaded bits are on the members already */
+    atomic_store(&bm->bits_set, 0);
 }
 
 int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts *o)
@@ -470,8 +507,6 @@ int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregi
     for (uint64_t i = 0; !ret && i < nregions; i++)
         if ((bits[i / 8] >> (i % 8)) & 1)
             atomic_fetch_or(&bm->state[i], BM_SET);
-    if (need && !ret)
-        atomic_fetch_add(&bm->sets, 1);
     pthread_mutex_unlock(&bm->lock);
     return ret;
 }
@@ -492,7 +527,10 @@ int rk_raid_bitmap_stats(struct rk_dev *raid, struct rk_raid_bitmap_stats *s)
         s->set += (atomic_load(&bm->state[i]) & BM_SET) != 0;
         s->unsynced += atomic_load(&bm->unsynced[i]) != BM_SYNCED;
     }
+    s->area_offset = bm->area_off;
+    s->area_size = bm->area_size;
     s->area_sets = atomic_load(&bm->sets);
+    s->bits_set = atomic_load(&bm->bits_set);
     s->area_clears = atomic_load(&bm->clears);
     return 0;
 }

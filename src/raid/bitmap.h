@@ -56,6 +56,7 @@ struct raid_bitmap {
     uint64_t gen_done;    /* ... made durable by the last completed area write */
     int gen_err;          /* result of that write */
     bool writing;         /* an area write runs (bm->lock released meanwhile) */
+    bool img_sets;        /* the image gained a set bit since the last area write began */
     struct rk_bm_hdr hdr;
     _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
     _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */
@@ -70,7 +71,9 @@ struct raid_bitmap {
     pthread_t cleaner;
     bool has_cleaner;
     bool stop;
-    _Atomic uint64_t sets, clears; /* area writes that set / cleared bits (tests, status) */
+    /* area writes that set / cleared bits (tests, status, the benchmark model) */
+    _Atomic uint64_t sets, clears;
+    _Atomic uint64_t bits_set; /* bits set in the image since attach (regions a write dirtied) */
 };
 
 /* A write's hold on its regions, on the caller's stack (raid_bitmap_begin/end). */
