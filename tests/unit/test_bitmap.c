@@ -20,6 +20,7 @@
 #include "meta/superblock.h"
 #include "raidkit/raid.h"
 #include "rk_test.h"
+#include "rk_test_bm.h"
 #include "sb_golden.h"
 
 static void load_golden(uint8_t *buf)
@@ -207,18 +208,8 @@ static int od_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t of
         pthread_mutex_unlock(&od_lock);
         return r;
     }
-    if (off >= T_DOFF) {
-        static uint8_t area[4096];
-        struct rk_bm_hdr h;
-        char err[200];
-        assert_int_equal(rk_dev_read(o->inner, area, sizeof(area), RK_BM_OFFSET), 0);
-        uint64_t first = (off - T_DOFF) / T_REGION, last = (off + len - 1 - T_DOFF) / T_REGION;
-        if (rk_bm_decode(area, sizeof(area), 0, &h, err, sizeof(err)) != 0)
-            o->violations++;
-        else
-            for (uint64_t i = first; i <= last; i++)
-                o->violations += !rk_bm_test(area, i);
-    }
+    if (off >= T_DOFF)
+        o->violations += rk_test_bm_unmarked(o->inner, off, len, T_DOFF, T_REGION);
     pthread_mutex_unlock(&od_lock);
     return rk_dev_write(o->inner, buf, len, off, fl);
 }
