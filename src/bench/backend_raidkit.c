@@ -247,6 +247,14 @@ static void raidkit_counts(const struct run_target *t, struct run_counts *k)
     k->ops = atomic_load(&dev->stats.reads) + atomic_load(&dev->stats.writes);
     if (g)
         k->geom = *g;
+    struct rk_raid_bitmap_stats bs;
+    if (raid && rk_raid_bitmap_stats(raid, &bs) == 0 && bs.on_disk && bs.area_size) {
+        k->bm_region = bs.region;
+        k->bm_off = bs.area_offset;
+        k->bm_size = bs.area_size;
+        k->bm_bits = bs.bits_set;
+        k->bm_sets = bs.area_sets;
+    }
     for (uint32_t s = 0; g && s < g->members && s < RK_MAX_MEMBERS; s++) {
         struct rk_dev *m = rk_raid_member(raid, s);
         if (!m)

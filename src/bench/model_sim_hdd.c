@@ -17,10 +17,13 @@ static bool sim_plan_reclaim(struct sim *s)
 
 /* ---- HDD: the same closed loop through the emul member's command queue, event by event ---- */
 
-/* Completion of one member operation of slot ctx at s->now (the queue calls this). */
-static void sim_hdd_done(void *arg, void *ctx)
+void sim_hdd_done(void *arg, void *ctx)
 {
     struct sim *s = arg;
+    if (s->bm && ctx == (void *)s->bm) {
+        sim_bm_done(s); /* a member's part of the bitmap's area write */
+        return;
+    }
     if (s->ring && ctx >= (void *)s->ring && ctx < (void *)(s->ring + s->n)) {
         struct sim_ring *g = ctx; /* a log write: its request's entry is durable */
         sim_hdd_done(s, g->cur);
@@ -48,7 +51,7 @@ static uint64_t sim_hdd_off(struct sim *s, int mem, int dir, uint64_t len)
         return s->dbase;
     if (s->in->seq) {
         /* a mirror's copies share one stream (each copy sees the others' parts as gaps) */
-        int cur = s->in->level == RK_LEVEL_RAID1 ? 0 : mem;
+        int cur = s->in->level == RK_LEVEL_RAID1 && dir == EMUL_DIR_READ ? 0 : mem;
         uint64_t off = s->next[dir][cur];
         if (off + len > blocks * len)
             off = 0;
@@ -117,8 +120,11 @@ static void sim_hdd_submit(struct sim *s, struct sim_slot *sl, const int *mem, i
                 sim_ring_write(s, mem[o]);
             continue;
         }
-        uint64_t len = dir == EMUL_DIR_READ ? s->rlen : s->wlen;
-        struct emul_hreq r = {.off = sim_hdd_off(s, mem[o], dir, len),
+        /* A mirror writes every copy of the client's request at its offset (a stream stays a
+         * stream on every member: the counts' mean length would leave gaps). */
+        bool copy = dir == EMUL_DIR_WRITE && s->in->level == RK_LEVEL_RAID1 && s->creq;
+        uint64_t len = copy ? s->creq : dir == EMUL_DIR_READ ? s->rlen : s->wlen;
+        struct emul_hreq r = {.off = copy ? s->dbase + sl->aoff : sim_hdd_off(s, mem[o], dir, len),
                               .len = len,
                               .dir = (uint8_t)dir,
                               .kind = EMUL_H_IO};
@@ -171,14 +177,11 @@ static void sim_row_start(struct sim *s, struct sim_slot *sl)
     sim_hdd_submit(s, sl, mem, sim_draw(s, s->rw, sl->nr, mem), EMUL_DIR_READ, false);
 }
 
-/* Write sl (planned, phase 1) takes the row of fio's next write offset: at once when no other
- * write holds or waits for it, else it waits (FIFO). */
+/* Write sl (planned, phase 1) takes the row of its offset (fio's next write offset): at once
+ * when no other write holds or waits for it, else it waits (FIFO). */
 static void sim_row_lock(struct sim *s, struct sim_slot *sl)
 {
-    if (s->wpos + s->creq > s->wspan)
-        s->wpos = 0;
-    sl->row = s->wpos / s->rowbytes;
-    s->wpos += s->creq;
+    sl->row = sl->aoff / s->rowbytes;
     sl->order = s->order++;
     sl->ready = false;
     sl->nops = 0;
@@ -255,35 +258,47 @@ static bool sim_hdd_step(struct sim *s, struct sim_slot *sl)
     bool ended = sl->phase != 0;
     if (ended && sl->locked)
         sim_row_unlock(s, sl);
-    if (s->g) {
+    if (s->lpure) {
         sl->nw = 0;
         sl->nf = 0;
         sl->phase = 1;
         sim_hdd_layout_read(s, sl);
         return ended;
     }
-    int nr, nw, nf, k;
+    int nr, nw, nf;
     sim_plan(s, &nr, &nw, &nf);
     sl->reclaim = nw + nf > 0 && sim_plan_reclaim(s);
-    if (s->lockrows && nw + nf > 0) {
-        sl->nr = nr;
-        sl->nw = nw;
-        sl->nf = nf;
-        sl->phase = 1;
-        sim_row_lock(s, sl);
-        return ended;
-    }
-    if (nr == 1 && nw + nf == 0 && (k = sim_mirror_read(s, s->now, true)) >= 0) {
-        mem[0] = k;
-        k = 1;
-    } else {
-        k = sim_draw(s, s->rw, nr, mem);
-    }
+    sl->nr = nr;
     sl->nw = nw;
     sl->nf = nf;
     sl->phase = 1;
-    sim_hdd_submit(s, sl, mem, k, EMUL_DIR_READ, false);
+    if (nw + nf > 0 && (s->bm || s->lockrows || s->in->level == RK_LEVEL_RAID1)) {
+        sl->aoff = sim_write_aoff(s);
+        if (sim_bm_wait(s, sl))
+            return ended; /* sim_bm_kicks starts it once its bits are durable */
+    }
+    sim_hdd_start(s, sl);
     return ended;
+}
+
+void sim_hdd_start(struct sim *s, struct sim_slot *sl)
+{
+    int mem[2 * RK_MAX_MEMBERS], k;
+    if (s->lockrows && sl->nw + sl->nf > 0) {
+        sim_row_lock(s, sl);
+        return;
+    }
+    if (s->g && sl->nr > 0 && sl->nw + sl->nf == 0) { /* a mixed job's read: fio's read stream */
+        sim_hdd_layout_read(s, sl);
+        return;
+    }
+    if (sl->nr == 1 && sl->nw + sl->nf == 0 && (k = sim_mirror_read(s, s->now, true)) >= 0) {
+        mem[0] = k;
+        k = 1;
+    } else {
+        k = sim_draw(s, s->rw, sl->nr, mem);
+    }
+    sim_hdd_submit(s, sl, mem, k, EMUL_DIR_READ, false);
 }
 
 /* Events in time order: a slot whose phase ended moves on; else the member whose head finishes
@@ -314,10 +329,14 @@ double sim_hdd_loop(struct sim *s, double req_bytes)
         if (km >= 0) {
             emul_hq_advance(&s->m[km], &s->hq[km], t, sim_hdd_done, s);
             sim_ring_kicks(s);
+            sim_bm_kicks(s);
+            sim_ring_kicks(s);
             continue;
         }
         bool ended = sim_hdd_step(s, &s->slot[ks]);
         sim_ring_kicks(s); /* a queue's catch-up in the step may have ended a log write */
+        sim_bm_kicks(s);
+        sim_ring_kicks(s); /* ... or the writers the bitmap woke */
         if (!ended)
             continue;
         if (++finished == SIM_WARM)

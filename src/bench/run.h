@@ -50,6 +50,10 @@ struct run_counts {
     uint64_t fw[RK_MAX_MEMBERS], fwb[RK_MAX_MEMBERS];
     uint64_t fl[RK_MAX_MEMBERS]; /* member flushes */
     struct rk_raid_geom geom;    /* the array's layout (geom.members 0: unknown) */
+    /* the write-intent bitmap's area on every member (bm_region 0: none): bytes of member data
+     * per region, the area's place and size; bits set (a write entered a clear region) and area
+     * writes that set bits (every member's, FUA: counted in w / fw too), since the array opened */
+    uint64_t bm_region, bm_off, bm_size, bm_bits, bm_sets;
 };
 
 /*
