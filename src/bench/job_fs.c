@@ -414,8 +414,10 @@ static void fsjob_cache_drained(struct run_ctx *x, int c, struct fsdev *d)
     size_t n = strlen(bc->note);
     snprintf(bc->note + n, sizeof(bc->note) - n, "%s%s%.*s", n ? "; " : "",
              r < 0 ? "filesystem check failed: " : "", (int)(sizeof(bc->note) - n), msg);
-    if (r < 0)
+    if (r < 0) {
         x->rep->fs_check_failures++;
+        bc->failed = true;
+    }
 }
 
 void fsjob_config(struct run_ctx *x, int c)
@@ -467,6 +469,11 @@ void fsjob_config(struct run_ctx *x, int c)
     if (d && fsdev_down(d, err, sizeof(err)) < 0) {
         fprintf(stderr, "[bench] %s: %s\n", bc->name, err);
         rep->fs_check_failures++;
+        struct bench_config *fc = &rep->configs[c];
+        size_t n = strlen(fc->note);
+        snprintf(fc->note + n, sizeof(fc->note) - n, "%sfilesystem device teardown failed: %.*s",
+                 n ? "; " : "", (int)(sizeof(fc->note) - n), err);
+        fc->failed = true;
     }
     free(d);
 }
