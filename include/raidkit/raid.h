@@ -167,7 +167,9 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
  * alone: read the log of every readable member and write nothing (a read-only open of a dirty
  * array): 0 when it holds no live entry, i.e. no write was in flight at the crash, so every
  * stripe is consistent as far as the log can tell; -EUCLEAN when one is live (it must be
- * replayed) or when a log region cannot be read or a block of it is corrupt. Without
+ * replayed); -EBADMSG when a log head is corrupt (none of its entries can be told retired), or
+ * when no entry is live but a log region cannot be read or a block of it is corrupt (it could
+ * have held a live one). Without
  * RK_LOG_FORCE, a degraded replay that cannot prove a logged window consistent (a chunk the
  * write modified is missing while another chunk modified at the same column is present, or
  * raid6 keeps both parities of it) returns -EUCLEAN and leaves the log as it was (the next

@@ -137,6 +137,10 @@ struct bench_config {
     int members;
     bool skipped;
     char note[200];
+    /* A check after its trials failed (a cache's drain or the backing's filesystem check, the
+     * filesystem device's teardown): the note says which; listed under "Failed" and the run
+     * fails (fs_check_failures). */
+    bool failed;
     /* Mean time to data loss etc. of this configuration on the model's disks (render_risk.c);
      * has_risk false for non-arrays (noop, nbdkit) and runs without a model. */
     bool has_risk;

@@ -343,16 +343,36 @@ static void fsjob_skip(const struct bench_config *bc, const struct bench_job *j,
     fprintf(stderr, "[bench] %s %s %s\n", bc->name, j->name, cell->note);
 }
 
+/* The cache hit counters of d's export now (read hits, read misses, write hits, write misses):
+ * 0, or -ENOENT without a cache (no "cache" object in its status), -EIO. */
+static int fsjob_hits(const struct fsdev *d, uint64_t h[4])
+{
+    char out[16384];
+    if (!d->cache_mode[0] || bench_cache_status(d->ctl, out, sizeof(out)) < 0)
+        return -EIO;
+    return bench_cache_parse_status(out, h);
+}
+
 /* One trial of job j on d: mkfs + mount, the tool, umount + check. Returns 0 with *v, or the
- * first error (-EUCLEAN: the check failed) with a message in err. */
-static int fsjob_trial(struct run_ctx *x, const struct bench_job *j, struct fsdev *d, double *v,
-                       char *err, size_t errlen)
+ * first error (-EUCLEAN: the check failed) with a message in err. With a cache, the hits and
+ * misses of the tool's run (not of mkfs, mount or the check) are added to cell. */
+static int fsjob_trial(struct run_ctx *x, const struct bench_job *j, struct fsdev *d,
+                       struct bench_cell *cell, double *v, char *err, size_t errlen)
 {
     char cerr[300] = "";
+    uint64_t h0[4], h1[4];
     int r = fsdev_mkfs_mount(d, j->fs, j->fs_size, err, errlen);
     if (r < 0)
         return r;
+    bool h0_ok = fsjob_hits(d, h0) == 0;
     r = fsjob_tool(x, j, d, v, err, errlen);
+    if (r == 0 && h0_ok && fsjob_hits(d, h1) == 0) {
+        cell->has_cache = true;
+        cell->read_hits += h1[0] - h0[0];
+        cell->read_misses += h1[1] - h0[1];
+        cell->write_hits += h1[2] - h0[2];
+        cell->write_misses += h1[3] - h0[3];
+    }
     int rc = fsdev_umount_check(d, cerr, sizeof(cerr));
     if (rc == -EUCLEAN || (r == 0 && rc < 0)) {
         rk_set_err(err, errlen, "%s", cerr);
@@ -376,7 +396,7 @@ static void fsjob_cell(struct run_ctx *x, int c, int ji, struct fsdev *d)
     }
     while (!run_interrupted && run_cell_more(x, cell, 0, 0)) {
         double v = 0;
-        int r = fsjob_trial(x, j, d, &v, err, sizeof(err));
+        int r = fsjob_trial(x, j, d, cell, &v, err, sizeof(err));
         if (r == -EINTR || run_interrupted)
             break;
         if (r == -ERANGE && cell->ntrials == 0) { /* too fast to time: said, not failed */
@@ -414,8 +434,10 @@ static void fsjob_cache_drained(struct run_ctx *x, int c, struct fsdev *d)
     size_t n = strlen(bc->note);
     snprintf(bc->note + n, sizeof(bc->note) - n, "%s%s%.*s", n ? "; " : "",
              r < 0 ? "filesystem check failed: " : "", (int)(sizeof(bc->note) - n), msg);
-    if (r < 0)
+    if (r < 0) {
         x->rep->fs_check_failures++;
+        bc->failed = true;
+    }
 }
 
 void fsjob_config(struct run_ctx *x, int c)
@@ -467,6 +489,11 @@ void fsjob_config(struct run_ctx *x, int c)
     if (d && fsdev_down(d, err, sizeof(err)) < 0) {
         fprintf(stderr, "[bench] %s: %s\n", bc->name, err);
         rep->fs_check_failures++;
+        struct bench_config *fc = &rep->configs[c];
+        size_t n = strlen(fc->note);
+        snprintf(fc->note + n, sizeof(fc->note) - n, "%sfilesystem device teardown failed: %.*s",
+                 n ? "; " : "", (int)(sizeof(fc->note) - n), err);
+        fc->failed = true;
     }
     free(d);
 }

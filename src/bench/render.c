@@ -53,7 +53,10 @@ void bench_job_heading(const struct bench_report *r, int job, char *buf, size_t 
     char bs[16], sz[24], mix[32] = "";
     if (j->tool[0]) { /* a filesystem job: the tool's own title, then the filesystem */
         render_size(j->fs_size, sz, sizeof(sz));
-        snprintf(buf, len, "%s - File System: %s on %s - Disk Target: %s", j->title, j->fs, sz,
+        /* A study's title may name its own Disk Target (the test directory): ours is then
+         * the members, so the heading does not say Disk Target twice. */
+        snprintf(buf, len, "%s - File System: %s on %s - %s: %s", j->title, j->fs, sz,
+                 strstr(j->title, "Disk Target:") ? "Members" : "Disk Target",
                  r->model_name[0] ? r->model_name : "member files");
         return;
     }
@@ -304,6 +307,14 @@ int bench_render_text(const struct bench_report *r, FILE *f)
             fprintf(f, "  %s %s: %s\n", r->configs[c].name, r->suite->jobs[j].name, cell->note);
         }
     }
+    for (int c = 0; c < r->nconfigs; c++) { /* checks after the trials (job_fs.c) */
+        if (!r->configs[c].failed)
+            continue;
+        if (first)
+            fputs("\nFailed:\n", f);
+        first = false;
+        fprintf(f, "  %s: %s\n", r->configs[c].name, r->configs[c].note);
+    }
     first = true; /* filesystem jobs not run on a configuration, and why */
     for (int c = 0; c < r->nconfigs; c++) {
         for (int j = 0; j < r->suite->njobs; j++) {
@@ -469,6 +480,7 @@ char *bench_render_json(const struct bench_report *r)
             cJSON_AddNumberToObject(o, "chunk_bytes", RK_CHUNK_DEFAULT);
         cJSON_AddStringToObject(o, "member_profile", r->model_name[0] ? r->model_name : "files");
         cJSON_AddBoolToObject(o, "skipped", bc->skipped);
+        cJSON_AddBoolToObject(o, "failed", bc->failed);
         cJSON_AddStringToObject(o, "note", bc->note);
         if (bc->has_risk) { /* render_risk.c; infinite MTTDL as null */
             cJSON *k = cJSON_AddObjectToObject(o, "risk");

@@ -290,6 +290,10 @@ static void html_notes(const struct bench_report *r, FILE *f)
                            cell->note);
         }
     }
+    for (int c = 0; c < r->nconfigs; c++) /* checks after the trials (job_fs.c) */
+        if (r->configs[c].failed)
+            html_note_item(f, &any_fail, "Failed measurements", r->configs[c].name, NULL,
+                           r->configs[c].note);
     if (any_fail)
         fputs("</p>\n", f);
 }

@@ -365,29 +365,41 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
 {
     /* A resync left unfinished by an earlier crash (pending) may still owe stripes the parity
      * that an earlier forced start could not prove: only a writable start finishes it. */
-    if (v->read_only && v->log_check &&
-        ((v->sb.resync_flags & RK_SB_RESYNC_PENDING) ||
-         rk_raid_log_start(v->raid, RK_LOG_CHECK) == -EUCLEAN)) { /* reads only */
-        if (a->o->precheck)
+    if (v->read_only && v->log_check) {
+        /* Why the log cannot vouch for the stripes: said as it is, in both wordings. */
+        const char *why = NULL;
+        int c = v->sb.resync_flags & RK_SB_RESYNC_PENDING
+                    ? -EAGAIN
+                    : rk_raid_log_start(v->raid, RK_LOG_CHECK); /* reads only */
+        if (c == -EAGAIN)
+            why = "a resync that an earlier start left unfinished is still pending (only a "
+                  "writable start finishes it)";
+        else if (c == -EUCLEAN)
+            why = "its partial parity log holds writes that were in flight";
+        else if (c == -EBADMSG)
+            why = "its partial parity log cannot be read or trusted on every member present "
+                  "(a block that could hold a write in flight is unreadable or corrupt)";
+        else if (c < 0)
+            why = "its partial parity log could not be checked";
+        if (why && a->o->precheck)
             rk_set_err(a->err, a->errlen,
-                       "array %s was not shut down cleanly and is degraded, and its partial "
-                       "parity log holds writes that were in flight: it must be replayed before "
-                       "a member is rebuilt or re-added, and this offline command changes "
-                       "nothing until every check passed; start the array once writable "
-                       "(raidkit serve --degraded with these members, then stop it: the log is "
-                       "replayed, or the start says which stripes it cannot prove), then run "
-                       "this command again, or run it online (--control)",
-                       a->uuid);
-        else
+                       "array %s was not shut down cleanly and is degraded, and %s: the array "
+                       "must be made consistent before a member is rebuilt or re-added, and this "
+                       "offline command changes nothing until every check passed; start the "
+                       "array once writable (raidkit serve --degraded with these members, then "
+                       "stop it: the log is replayed, or the start says which stripes it cannot "
+                       "prove), then run this command again, or run it online (--control)",
+                       a->uuid, why);
+        else if (why)
             rk_set_err(a->err, a->errlen,
-                       "array %s was not shut down cleanly and is degraded: its partial parity "
-                       "log holds writes that were in flight and must be replayed to close the "
-                       "write hole, which a read-only start cannot do (it writes nothing), so a "
-                       "stripe written at the crash could read garbage; start without "
-                       "--read-only (the log is replayed before anything is served), or with "
-                       "--force to accept that",
-                       a->uuid);
-        return -EUCLEAN;
+                       "array %s was not shut down cleanly and is degraded, and %s: a read-only "
+                       "start cannot close the write hole (it writes nothing), so a stripe "
+                       "written at the crash could read garbage; start without --read-only (the "
+                       "log is replayed before anything is served), or with --force to accept "
+                       "that",
+                       a->uuid, why);
+        if (why)
+            return c == -EAGAIN || c == -EBADMSG ? -EUCLEAN : c;
     }
     if (v->read_only)
         return 0;

@@ -573,8 +573,14 @@ int r5_ppl_start(struct raid_priv *r, int mode)
         /* Read-only: nothing written, nothing kept. Every write in flight at the crash has a
          * live entry on each readable parity member of its stripe (a stripe whose parity
          * members are all gone needs no reconstruction), so none found, every log block read
-         * and trusted, means no stripe needs the replay. */
-        int ret = sc.nf || sc.untrusted || ppl_unread(r, &sc, rd) ? -EUCLEAN : 0;
+         * and trusted, means no stripe needs the replay. A live entry is -EUCLEAN; a corrupt
+         * head (no entry of its slot can be told retired, so they all look live), or without a
+         * live entry a log block that cannot be read or trusted (it could have been one),
+         * -EBADMSG. */
+        int ret = sc.badhead                               ? -EBADMSG
+                  : sc.nf                                  ? -EUCLEAN
+                  : sc.untrusted || ppl_unread(r, &sc, rd) ? -EBADMSG
+                                                           : 0;
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
             free(sc.buf[s]);
         free(sc.f);

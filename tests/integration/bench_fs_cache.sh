@@ -4,7 +4,8 @@
 # SSD model alone), with two of seed 003's rows paired to them by seed_config. Both rows are
 # measured (not skipped) with every check clean; the writeback run ends with its cache drained and
 # detached and the backing alone checked; each seed figure stands beside its configuration in the
-# text and JSON reports; nothing is left behind.
+# text and JSON reports, the writeback row's cache hit ratio under the table and in the JSON;
+# nothing is left behind.
 . "${RAIDKIT_SOURCE_DIR:-$(dirname "$0")/../..}/tests/lib/bench_fs_lib.sh"
 bench_fs_setup sqlite3
 [ -x /usr/bin/python3 ] || rk_skip "/usr/bin/python3 is missing"
@@ -22,6 +23,9 @@ grep -Eq '^raidkit raw cache SSD \.* [0-9]+\.[0-9]{2} \|=*  \[seed 680\.90, x[0-
 grep -q '^BCache Writeback (seed) \.* 607\.83 |' "$T/stdout" || rk_fail "the study's row is gone"
 grep -q 'raidkit cache writeback = BCache Writeback (seed)' "$T/stdout" ||
     rk_fail "no line naming the study's row: $(cat "$T/stdout")"
+grep -Eq '^Cache hit ratio, raidkit cache writeback: read (-|[0-9.]+%), write [0-9.]+%$' "$T/stdout" ||
+    rk_fail "no cache hit ratio under the table: $(cat "$T/stdout")"
+! grep -q '^Cache hit ratio, raidkit raw cache SSD' "$T/stdout" || rk_fail "a hit ratio without a cache"
 [ "$(grep -c 'sqlite .*trial 1: .* on ext4' "$T/err")" -eq 2 ] || rk_fail "not both measured: $(cat "$T/err")"
 grep -q 'cache-writeback: filesystem device /dev/loop' "$T/err" || rk_fail "no filesystem device line"
 grep -q 'cache-writeback: writeback cache drained (.* MiB dirty written back) and detached after the last trial; the backing alone then checked clean (e2fsck -fn)' "$T/err" ||
@@ -41,6 +45,12 @@ for cfg, (label, seed) in want.items():
     assert abs(x["seed_ratio"] - x["mean"] / seed) < 0.001, x
     assert x["prediction"] is None and "cache tier" in x["prediction_reason"], x
     assert not x["note"], x
+# The cache's hits and misses during the tool's runs (sqlite writes through the writeback
+# cache); the raw SSD has no cache and no counters.
+k = got["cache-writeback"]["cache"]
+assert k["write_hits"] + k["write_misses"] > 0, k
+assert k["write_hit_pct"] is not None, k
+assert "cache" not in got["cache-ssd"], got["cache-ssd"]
 rows = {s["label"]: s["config"] for s in job["seed_rows"]}
 assert rows == {"120GB Mushkin SSD": "cache-ssd", "BCache Writeback": "cache-writeback"}, rows
 cfgs = {c["name"]: c for c in rep["configs"]}

@@ -32,7 +32,7 @@ ro_inflight()
     torture_kill_writing $((4 * MiB)) $((4 * MiB))
     local part=("${M[@]:0:$((n - drop))}") before
     before=$(rk_sums "${M[@]}")
-    rk_serve_refused "without --read-only.*replayed|replayed.*without --read-only" \
+    rk_serve_refused "holds writes that were in flight.*without --read-only.*replayed" \
         --read-only --degraded "${part[@]}"
     grep -q -- "--force" "$RK_LOG_LAST" || rk_fail "the refusal does not mention --force: $(cat "$RK_LOG_LAST")"
     [ "$(rk_sums "${M[@]}")" = "$before" ] || rk_fail "$level: the refused read-only start changed a member"

@@ -87,8 +87,9 @@ static struct bench_report *make(struct bench_suite *s)
     return r;
 }
 
-static char *render_to_text(const struct bench_report *r,
-                            int (*fn)(const struct bench_report *, FILE *))
+/* Not inlined: GCC 12 then takes the memstream's buffer for the caller's dangling local. */
+__attribute__((noinline)) static char *
+render_to_text(const struct bench_report *r, int (*fn)(const struct bench_report *, FILE *))
 {
     char *buf = NULL;
     size_t len = 0;
@@ -216,6 +217,52 @@ static void test_csv_html(void **state)
     free(r);
 }
 
+/* A check after the trials failed (the writeback cache's drain: the backing alone then failed
+ * its filesystem check): the configuration is listed under Failed in text and HTML and marked in
+ * JSON. A study title that names its own Disk Target gets the members as "Members", so the
+ * heading says Disk Target once. */
+static void test_failed_check_heading(void **state)
+{
+    struct bench_report *r = make(*state);
+    snprintf(r->configs[1].note, sizeof(r->configs[1].note),
+             "filesystem check failed: the backing alone after the cache drain: e2fsck -fn exit 4");
+    r->configs[1].failed = true;
+    char *txt = render_to_text(r, bench_render_text);
+    assert_non_null(strstr(txt, "\nFailed:\n  cache-writeback: filesystem check failed: the "
+                                "backing alone after the cache drain: e2fsck -fn exit 4\n"));
+    free(txt);
+    char *html = render_to_text(r, bench_render_html);
+    assert_non_null(strstr(html, "Failed measurements:<br>\n<b>cache-writeback</b>: filesystem "
+                                 "check failed"));
+    free(html);
+    char *js = bench_render_json(r);
+    assert_non_null(js);
+    cJSON *root = cJSON_Parse(js);
+    assert_non_null(root);
+    int nfailed = 0;
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "configs"))
+    {
+        if (cJSON_IsTrue(cJSON_GetObjectItem(c, "failed"))) {
+            nfailed++;
+            assert_string_equal(cJSON_GetObjectItem(c, "name")->valuestring, "cache-writeback");
+        }
+    }
+    assert_int_equal(nfailed, 1);
+    cJSON_Delete(root);
+    free(js);
+
+    char head[512];
+    struct bench_suite *s = *state;
+    snprintf(s->jobs[0].title, sizeof(s->jobs[0].title),
+             "fio Type: Random Read - Disk Target: Default Test Directory (256MB file)");
+    snprintf(r->model_name, sizeof(r->model_name), "hdd-7200");
+    bench_job_heading(r, 0, head, sizeof(head));
+    assert_string_equal(head, "fio Type: Random Read - Disk Target: Default Test Directory (256MB "
+                              "file) - File System: ext4 on 1GB - Members: hdd-7200");
+    free(r);
+}
+
 int main(void)
 {
     static struct bench_suite suite; /* static: the report points at it */
@@ -223,6 +270,7 @@ int main(void)
         cmocka_unit_test_prestate(test_text, &suite),
         cmocka_unit_test_prestate(test_json, &suite),
         cmocka_unit_test_prestate(test_csv_html, &suite),
+        cmocka_unit_test_prestate(test_failed_check_heading, &suite),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -198,7 +198,7 @@ static void test_check_untrusted(void **state)
     rk_ppl_entry_encode(&e, blk, blk + BLK);
     blk[100] ^= 1; /* its checksum no longer matches */
     assert_int_equal(rk_dev_write(mem[2], blk, 2 * BLK, LOFF + 64 * BLK, 0), 0);
-    assert_int_equal(start(RK_LEVEL_RAID5, 3, mem, 1u << 1, RK_LOG_CHECK), -EUCLEAN);
+    assert_int_equal(start(RK_LEVEL_RAID5, 3, mem, 1u << 1, RK_LOG_CHECK), -EBADMSG);
     blk[100] ^= 1;
     memset(blk, 0, 2 * BLK);
     assert_int_equal(rk_dev_write(mem[2], blk, 2 * BLK, LOFF + 64 * BLK, 0), 0);
@@ -206,7 +206,7 @@ static void test_check_untrusted(void **state)
 
     head[200] ^= 1;
     assert_int_equal(rk_dev_write(mem[2], head, BLK, LOFF, 0), 0);
-    assert_int_equal(start(RK_LEVEL_RAID5, 3, mem, 1u << 1, RK_LOG_CHECK), -EUCLEAN);
+    assert_int_equal(start(RK_LEVEL_RAID5, 3, mem, 1u << 1, RK_LOG_CHECK), -EBADMSG);
     free(blk);
     free(head);
     rk_test_close_members(mem, 3);
@@ -249,7 +249,7 @@ static void test_replay_unreadable_log(void **state)
     m[1] = mem[1];
     m[2] = f;
     snap_take(&s, mem, 3);
-    assert_int_equal(start(RK_LEVEL_RAID5, 3, m, 1u << 1, RK_LOG_CHECK), -EUCLEAN);
+    assert_int_equal(start(RK_LEVEL_RAID5, 3, m, 1u << 1, RK_LOG_CHECK), -EBADMSG);
     assert_int_equal(start(RK_LEVEL_RAID5, 3, m, 1u << 1, RK_LOG_REPLAY), -EUCLEAN);
     snap_same(&s, mem);
     /* Every member there: the stripes it logged are resynced from the data (not here). */

@@ -4,10 +4,10 @@
  * flight, so on emulated SSDs raid5 4K random writes at qd 32 were capped at 16 and every extra
  * step of a write (the partial parity log's entry) cost throughput one for one.
  *
- * Each member read waits until every writer's read waits or 5 s passed, and the most reads
- * that waited at the same time is recorded. These members have no submit op, so a write's two
- * reads run one after the other and at most one read per write waits: 40 with enough buffers,
- * at most 16 with 16. */
+ * Each member read waits until every writer's read of its round waits or 5 s passed, and the
+ * most reads that waited at the same time is recorded. These members have no submit op, so a
+ * write's two reads run one after the other (a round of first reads, then one of second reads)
+ * and at most one read per write waits: 40 with enough buffers, at most 16 with 16. */
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +37,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv; /* on CLOCK_MONOTONIC (main) */
 static int waiting, most;
+static int arrived; /* member reads since armed: a round is WRITERS of them */
 static bool armed;
 
 struct slow {
@@ -48,13 +49,18 @@ static int slow_read(struct rk_dev *dev, void *buf, uint64_t len, uint64_t off)
     struct slow *s = dev->priv;
     pthread_mutex_lock(&mu);
     if (armed && off >= DOFF) {
+        /* The round ends when its last read arrives, counted by arrivals, not by the reads
+         * still waiting: a released read leaving (or starting its next round) must not hold
+         * the others of its round back until the timeout. */
+        int round_end = (arrived / WRITERS + 1) * WRITERS;
+        arrived++;
         waiting++;
         most = waiting > most ? waiting : most;
         pthread_cond_broadcast(&cv);
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += 5; /* all of them arrive well before: the wait ends when they do */
-        while (waiting < WRITERS && armed)
+        while (arrived < round_end && armed)
             if (pthread_cond_timedwait(&cv, &mu, &until))
                 break;
         waiting--;
@@ -125,7 +131,7 @@ static void run(int level_log)
         assert_int_equal(rk_raid_log_start(raid, false), 0);
     pthread_mutex_lock(&mu);
     armed = true;
-    waiting = most = 0;
+    waiting = most = arrived = 0;
     pthread_mutex_unlock(&mu);
     pthread_t th[WRITERS];
     struct writer w[WRITERS];

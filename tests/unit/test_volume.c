@@ -691,6 +691,33 @@ static void test_dirty_degraded_ppl(void **state)
         struct rk_open_opts o = {.degraded = true};
         assert_int_equal(rk_volume_open(p + 1, n - 1, &o, &v, err, sizeof(err)), 0);
         assert_int_equal(rk_volume_close(v), 0);
+
+        /* The read-only refusal names its cause: a pending resync (a bitmap resync, not a
+         * full one), then a log head that cannot be trusted (it could have held a write in
+         * flight). */
+        for (int i = 1; i < n; i++) {
+            read_sb(p[i], &sb);
+            sb.dirty = RK_SB_DIRTY;
+            sb.resync_flags = RK_SB_RESYNC_PENDING;
+            write_sb(p[i], &sb);
+        }
+        assert_int_equal(rk_volume_open(p + 1, n - 1, &ro, &v, err, sizeof(err)), -EUCLEAN);
+        assert_non_null(strstr(err, "a resync that an earlier start left unfinished"));
+        assert_non_null(strstr(err, "--force"));
+        for (int i = 1; i < n; i++) {
+            read_sb(p[i], &sb);
+            sb.resync_flags = 0;
+            write_sb(p[i], &sb);
+        }
+        int fd = open(p[1], O_WRONLY);
+        assert_true(fd >= 0);
+        char junk[64];
+        memset(junk, 0xa5, sizeof(junk));
+        assert_int_equal(pwrite(fd, junk, sizeof(junk), (off_t)sb.journal_offset + 100), 64);
+        close(fd);
+        assert_int_equal(rk_volume_open(p + 1, n - 1, &ro, &v, err, sizeof(err)), -EUCLEAN);
+        assert_non_null(strstr(err, "cannot be read or trusted"));
+        assert_null(strstr(err, "in flight:"));
     }
 }
 
