@@ -343,15 +343,19 @@ int bench_cache_status(const char *ctl, char *out, size_t len)
     return run_cmd(argv, out, len, false) != 0 ? -EIO : 0;
 }
 
-/* Cache hit counters now, from `raidkit status --json`: read hits, read misses, write hits,
- * write misses. */
+int bench_cache_hits(const char *ctl, uint64_t c[4])
+{
+    char out[16384];
+    if (bench_cache_status(ctl, out, sizeof(out)) < 0)
+        return -EIO;
+    return bench_cache_parse_status(out, c);
+}
+
+/* Cache hit counters now (bench_cache_hits). */
 static int cache_hits(const struct run_target *t, uint64_t c[4])
 {
     const struct cache_state *st = t->priv;
-    char out[16384];
-    if (!st || bench_cache_status(st->ctl, out, sizeof(out)) < 0)
-        return -EIO;
-    return bench_cache_parse_status(out, c);
+    return st ? bench_cache_hits(st->ctl, c) : -EIO;
 }
 
 const struct bench_backend bench_backend_cache = {

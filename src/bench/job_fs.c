@@ -343,16 +343,6 @@ static void fsjob_skip(const struct bench_config *bc, const struct bench_job *j,
     fprintf(stderr, "[bench] %s %s %s\n", bc->name, j->name, cell->note);
 }
 
-/* The cache hit counters of d's export now (read hits, read misses, write hits, write misses):
- * 0, or -ENOENT without a cache (no "cache" object in its status), -EIO. */
-static int fsjob_hits(const struct fsdev *d, uint64_t h[4])
-{
-    char out[16384];
-    if (!d->cache_mode[0] || bench_cache_status(d->ctl, out, sizeof(out)) < 0)
-        return -EIO;
-    return bench_cache_parse_status(out, h);
-}
-
 /* One trial of job j on d: mkfs + mount, the tool, umount + check. Returns 0 with *v, or the
  * first error (-EUCLEAN: the check failed) with a message in err. With a cache, the hits and
  * misses of the tool's run (not of mkfs, mount or the check) are added to cell. */
@@ -364,15 +354,10 @@ static int fsjob_trial(struct run_ctx *x, const struct bench_job *j, struct fsde
     int r = fsdev_mkfs_mount(d, j->fs, j->fs_size, err, errlen);
     if (r < 0)
         return r;
-    bool h0_ok = fsjob_hits(d, h0) == 0;
+    bool h0_ok = d->cache_mode[0] && bench_cache_hits(d->ctl, h0) == 0;
     r = fsjob_tool(x, j, d, v, err, errlen);
-    if (r == 0 && h0_ok && fsjob_hits(d, h1) == 0) {
-        cell->has_cache = true;
-        cell->read_hits += h1[0] - h0[0];
-        cell->read_misses += h1[1] - h0[1];
-        cell->write_hits += h1[2] - h0[2];
-        cell->write_misses += h1[3] - h0[3];
-    }
+    if (r == 0 && h0_ok && bench_cache_hits(d->ctl, h1) == 0)
+        run_cell_add_hits(cell, h0, h1);
     int rc = fsdev_umount_check(d, cerr, sizeof(cerr));
     if (rc == -EUCLEAN || (r == 0 && rc < 0)) {
         rk_set_err(err, errlen, "%s", cerr);
@@ -420,24 +405,33 @@ static void fsjob_cell(struct run_ctx *x, int c, int ji, struct fsdev *d)
         run_eta_plan(x, j, cell->ntrials - rep->min_trials);
 }
 
+/* Append what (prefixed by why when it failed) to configuration c's note; a failure marks the
+ * configuration failed and fails the run (listed under Failed). */
+static void fsjob_config_note(struct bench_report *rep, int c, bool failed, const char *why,
+                              const char *what)
+{
+    struct bench_config *bc = &rep->configs[c];
+    size_t n = strlen(bc->note);
+    snprintf(bc->note + n, sizeof(bc->note) - n, "%s%s%.*s", n ? "; " : "", failed ? why : "",
+             (int)(sizeof(bc->note) - n), what);
+    if (failed) {
+        rep->fs_check_failures++;
+        bc->failed = true;
+    }
+}
+
 /* A cache-MODE configuration after its last trial: the cache drained and the backing alone
  * checked (fsdev_cache_drain_check). The result is appended to the configuration's note; a
  * failure fails the run as a failed check does. */
 static void fsjob_cache_drained(struct run_ctx *x, int c, struct fsdev *d)
 {
-    struct bench_config *bc = &x->rep->configs[c];
+    const struct bench_config *bc = &x->rep->configs[c];
     char msg[300] = "";
     if (!d->checked)
         return; /* no trial, or its check failed: that is reported already */
     int r = fsdev_cache_drain_check(d, msg, sizeof(msg));
     fprintf(stderr, "[bench] %s: %s%s\n", bc->name, r < 0 ? "FAILED: " : "", msg);
-    size_t n = strlen(bc->note);
-    snprintf(bc->note + n, sizeof(bc->note) - n, "%s%s%.*s", n ? "; " : "",
-             r < 0 ? "filesystem check failed: " : "", (int)(sizeof(bc->note) - n), msg);
-    if (r < 0) {
-        x->rep->fs_check_failures++;
-        bc->failed = true;
-    }
+    fsjob_config_note(x->rep, c, r < 0, "filesystem check failed: ", msg);
 }
 
 void fsjob_config(struct run_ctx *x, int c)
@@ -488,12 +482,7 @@ void fsjob_config(struct run_ctx *x, int c)
     }
     if (d && fsdev_down(d, err, sizeof(err)) < 0) {
         fprintf(stderr, "[bench] %s: %s\n", bc->name, err);
-        rep->fs_check_failures++;
-        struct bench_config *fc = &rep->configs[c];
-        size_t n = strlen(fc->note);
-        snprintf(fc->note + n, sizeof(fc->note) - n, "%sfilesystem device teardown failed: %.*s",
-                 n ? "; " : "", (int)(sizeof(fc->note) - n), err);
-        fc->failed = true;
+        fsjob_config_note(rep, c, true, "filesystem device teardown failed: ", err);
     }
     free(d);
 }

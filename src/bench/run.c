@@ -180,8 +180,12 @@ static void run_cell_hits(const struct bench_backend *be, const struct run_targe
                           const uint64_t h0[4], bool h0_ok, struct bench_cell *cell)
 {
     uint64_t h1[4];
-    if (!h0_ok || be->hits(t, h1) < 0)
-        return;
+    if (h0_ok && be->hits(t, h1) == 0)
+        run_cell_add_hits(cell, h0, h1);
+}
+
+void run_cell_add_hits(struct bench_cell *cell, const uint64_t h0[4], const uint64_t h1[4])
+{
     cell->has_cache = true;
     cell->read_hits += h1[0] - h0[0];
     cell->read_misses += h1[1] - h0[1];

@@ -137,6 +137,9 @@ int bench_cache_parse_dirty(const char *json, uint64_t *dirty, char *state, size
  * under "status"): read_hits, read_misses, write_hits, write_misses (absent keys are 0). Returns
  * 0, or -ENOENT when there is no "cache" object. */
 int bench_cache_parse_status(const char *json, uint64_t c[4]);
+/* The hit counters (as bench_cache_parse_status) of the cache served on control socket ctl, now.
+ * Returns 0, -EIO (no status) or -ENOENT (no cache). */
+int bench_cache_hits(const char *ctl, uint64_t c[4]);
 
 /* ---- trial bookkeeping (run.c), shared with the filesystem jobs (job_fs.c) ---- */
 /* Add (trials > 0) or drop (trials < 0) planned trials of job j (every job if j is NULL) to the
@@ -151,6 +154,9 @@ bool run_cell_more(const struct run_ctx *x, const struct bench_cell *cell, int e
 /* Record one trial of rd + wr (MB/s, or a filesystem job's unit in rd) and the model's figure
  * (0 = none) in cell. */
 void run_cell_add(struct bench_cell *cell, double rd, double wr, double model);
+/* Add to cell the cache hits and misses of one trial: counters h1 after it minus h0 before
+ * (both as bench_cache_parse_status); marks the cell as a cache row. */
+void run_cell_add_hits(struct bench_cell *cell, const uint64_t h0[4], const uint64_t h1[4]);
 
 /* ---- fio (fio.c) ---- */
 /* fio's version ("3.33") into buf; -ENOENT when fio does not run. */
