@@ -22,20 +22,62 @@ static int bm_write_area(struct raid_priv *r, const uint8_t *buf)
     return raid_members_round(r, RK_OP_WRITE, buf, bm->area_size, bm->area_off, RK_WRITE_FUA);
 }
 
+/* A caller of bm_sync_gen, queued in arrival order (on its stack). */
+struct bm_wait {
+    pthread_cond_t cond;
+    uint64_t my; /* the generation it needs durable */
+    bool done;   /* an area write with g >= my completed ... */
+    int err;     /* ... with this result */
+    struct bm_wait *next;
+};
+
+/* Wake w (if any). Caller holds bm->lock. */
+static void bm_wake(struct bm_wait *w)
+{
+    if (w)
+        pthread_cond_signal(&w->cond);
+}
+
+/* The first queued caller whose generation no completed write covers (NULL if none). */
+static struct bm_wait *bm_first_undone(struct raid_bitmap *bm)
+{
+    struct bm_wait *w = bm->wq_head;
+    while (w && w->done)
+        w = w->next;
+    return w;
+}
+
 /*
  * Make the image as of generation my durable on the members: returns once an area write that
  * started at generation my or later (so it holds every bit set before my was taken) completed,
- * with its result. One write runs at a time, without bm->lock (it encodes a copy of the image
- * first); the callers that queue meanwhile share the next write, so a burst of first writes into
- * many regions costs two area writes, not one each. Caller holds bm->lock (released while
- * waiting or writing).
+ * with that write's result. One write runs at a time, without bm->lock (it encodes a copy of the
+ * image first); the callers that queue meanwhile share the next write, so a burst of first
+ * writes into many regions costs two area writes, not one each.
+ *
+ * Callers leave in the order they came (a queue, each waking the next): the writes released by
+ * one area write then reach the members in the order the client sent them. Released together
+ * they reached the members in no order, and a disk that took a stream's writes out of order
+ * paid a rotation for each (bench/RESULTS.md, "the order the stream arrives in"). my never
+ * decreases along the queue (gen_want only grows, and a caller takes it under bm->lock as it
+ * queues), so a caller whose write completed never waits behind one whose write did not. Only
+ * the first queued caller not yet covered starts a write, when none runs. Caller holds bm->lock
+ * (released while waiting or writing).
  */
 static int bm_sync_gen(struct raid_priv *r, uint64_t my)
 {
     struct raid_bitmap *bm = r->bm;
-    while (bm->gen_done < my) {
-        if (bm->writing) {
-            pthread_cond_wait(&bm->wcond, &bm->lock);
+    struct bm_wait w = {.my = my, .done = bm->gen_done >= my, .err = bm->gen_err};
+    pthread_cond_init(&w.cond, NULL);
+    if (bm->wq_tail)
+        bm->wq_tail->next = &w;
+    else
+        bm->wq_head = &w;
+    bm->wq_tail = &w;
+    for (;;) {
+        if (w.done && bm->wq_head == &w)
+            break;
+        if (w.done || bm->writing || bm_first_undone(bm) != &w) {
+            pthread_cond_wait(&w.cond, &bm->lock);
             continue;
         }
         bm->writing = true;
@@ -55,9 +97,21 @@ static int bm_sync_gen(struct raid_priv *r, uint64_t my)
         bm->writing = false;
         bm->gen_done = g;
         bm->gen_err = err;
-        pthread_cond_broadcast(&bm->wcond);
+        for (struct bm_wait *q = bm->wq_head; q && q->my <= g; q = q->next)
+            if (!q->done) {
+                q->done = true;
+                q->err = err;
+            }
+        if (bm->wq_head != &w)
+            bm_wake(bm->wq_head);     /* the queue's head leaves first */
+        bm_wake(bm_first_undone(bm)); /* and the first not covered starts the next write */
     }
-    return bm->gen_err;
+    bm->wq_head = w.next;
+    if (!w.next)
+        bm->wq_tail = NULL;
+    bm_wake(w.next);
+    pthread_cond_destroy(&w.cond);
+    return w.err;
 }
 
 /* The caller changed the image: make that change durable (a new generation). Caller holds
@@ -354,7 +408,6 @@ static void bm_free(struct raid_bitmap *bm)
     if (!bm)
         return;
     pthread_cond_destroy(&bm->cond);
-    pthread_cond_destroy(&bm->wcond);
     pthread_mutex_destroy(&bm->lock);
     free(bm->area);
     free(bm->wbuf);
@@ -455,7 +508,6 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&bm->lock, NULL);
     pthread_cond_init(&bm->cond, &ca);
-    pthread_cond_init(&bm->wcond, NULL);
     pthread_condattr_destroy(&ca);
     bm->region = region;
     bm->nregions = (maxd + region - 1) / region;

@@ -42,21 +42,24 @@
 #define BM_UNSYNCED 1u /* a resync must still reach the region */
 #define BM_PINNED   2u /* unsynced, and its on-disk bit is pinned (counted in state) */
 
+struct bm_wait; /* bitmap.c: a caller waiting for an area write */
+
 struct raid_bitmap {
     uint64_t region;   /* member data-area bytes per region (power of two, >= chunk) */
     uint64_t nregions; /* regions over the largest data area */
     uint64_t area_off; /* member byte offset of the on-disk area; 0 = no on-disk bitmap */
     uint64_t area_size;
-    pthread_mutex_t lock; /* area image and area writes; the cleaner's wait */
-    pthread_cond_t cond;  /* CLOCK_MONOTONIC: wakes the cleaner early (stop) */
-    uint8_t *area;        /* the image of the bits (header encoded into wbuf per write) */
-    uint8_t *wbuf;        /* aligned copy being written (bm_sync's one writer) */
-    pthread_cond_t wcond; /* an area write ended */
-    uint64_t gen_want;    /* image changes asked to be durable */
-    uint64_t gen_done;    /* ... made durable by the last completed area write */
-    int gen_err;          /* result of that write */
-    bool writing;         /* an area write runs (bm->lock released meanwhile) */
-    bool img_sets;        /* the image gained a set bit since the last area write began */
+    pthread_mutex_t lock;    /* area image and area writes; the cleaner's wait */
+    pthread_cond_t cond;     /* CLOCK_MONOTONIC: wakes the cleaner early (stop) */
+    uint8_t *area;           /* the image of the bits (header encoded into wbuf per write) */
+    uint8_t *wbuf;           /* aligned copy being written (bm_sync's one writer) */
+    struct bm_wait *wq_head; /* bm_sync_gen's callers, in arrival order */
+    struct bm_wait *wq_tail;
+    uint64_t gen_want; /* image changes asked to be durable */
+    uint64_t gen_done; /* ... made durable by the last completed area write */
+    int gen_err;       /* result of that write */
+    bool writing;      /* an area write runs (bm->lock released meanwhile) */
+    bool img_sets;     /* the image gained a set bit since the last area write began */
     struct rk_bm_hdr hdr;
     _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
     _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */
