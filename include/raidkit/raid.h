@@ -169,7 +169,10 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
  * stripe is consistent as far as the log can tell; -EUCLEAN when one is live (it must be
  * replayed); -EBADMSG when a log head is corrupt (none of its entries can be told retired), or
  * when no entry is live but a log region cannot be read or a block of it is corrupt (it could
- * have held a live one). Without
+ * have held a live one). After -EUCLEAN the device refuses (-EIO) any read that needs parity in
+ * a stripe of a live entry, after -EBADMSG in any stripe (a read-only start cannot replay the
+ * log, and a torn stripe would rebuild garbage); reads of present data chunks are unaffected.
+ * Without
  * RK_LOG_FORCE, a degraded replay that cannot prove a logged window consistent (a chunk the
  * write modified is missing while another chunk modified at the same column is present, or
  * raid6 keeps both parities of it) returns -EUCLEAN and leaves the log as it was (the next

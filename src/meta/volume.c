@@ -401,6 +401,22 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
         if (why)
             return c == -EAGAIN || c == -EBADMSG ? -EUCLEAN : c;
     }
+    if (v->read_only && v->sb.dirty == RK_SB_DIRTY && rk_level_write_hole(v->sb.level) &&
+        v->sb.write_hole != RK_SB_WH_NONE && !v->log_check) {
+        /* Complete (or forced): served, but the stripes the log cannot vouch for read through
+         * parity only with an error (r5_row_suspect), e.g. after a member's read error. */
+        int c = rk_raid_log_start(v->raid, RK_LOG_CHECK);
+        if (c == -EUCLEAN || c == -EBADMSG)
+            rk_warn("array %s was not shut down cleanly and its partial parity log %s: a "
+                    "read-only start replays nothing, so a read that needs parity in %s (a "
+                    "member's read error, a missing member) fails with an I/O error instead of "
+                    "returning what a torn stripe holds; start without --read-only to replay "
+                    "the log",
+                    a->uuid,
+                    c == -EUCLEAN ? "holds writes that were in flight"
+                                  : "cannot be read or trusted on every member present",
+                    c == -EUCLEAN ? "the stripes they wrote" : "any stripe");
+    }
     if (v->read_only)
         return 0;
     int mode = v->was_dirty ? RK_LOG_REPLAY | (a->o->force ? RK_LOG_FORCE : 0) : 0;

@@ -90,6 +90,7 @@ static void r5_close(struct raid_priv *r)
     rk_parity_ctx_destroy(p->pctx);
     r5c_close(p);
     r5_ppl_close(p);
+    free(p->suspect);
     free(p->zero);
     free(p);
     r->level_priv = NULL;

@@ -40,6 +40,7 @@
 #ifndef RK_RAID5_INT_H
 #define RK_RAID5_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -99,7 +100,21 @@ struct r5_priv {
     struct r5_ppl *ppl;       /* partial parity log (raid5_ppl.c), NULL: none */
     struct r5_gather *gather; /* stripe gathering (raid5_gather.c), NULL: off */
     uint64_t wstep; /* columns per partial-stripe write window (<= win; the log's bound) */
+    /* Stripes whose parity may be torn, found by a read-only start's log check (RK_LOG_CHECK,
+     * r5_ppl_start): the rows of the entries still live, or every row (suspect_all) when the
+     * log cannot be read or trusted. A read-only start replays nothing, so a read that needs
+     * parity there fails (-EIO) instead of returning what a torn stripe holds. Set before the
+     * array serves, read without a lock. */
+    struct r5_suspect {
+        uint64_t row, nrows;
+    } * suspect;
+    size_t nsuspect;
+    bool suspect_all;
+    atomic_bool suspect_said; /* the first such read was logged */
 };
+
+/* Whether a read of row needs parity the log check could not vouch for (r5_priv.suspect). */
+bool r5_row_suspect(const struct r5_priv *p, uint64_t row);
 
 /* A pool buffer: (members + 2) block windows plus this much for two log entries' headers. */
 #define R5_BUF_EXTRA 8192u

@@ -558,6 +558,28 @@ static int ppl_replay(struct raid_priv *r, struct ppl_scan *sc)
     return skipped;
 }
 
+/* The read-only check's verdict kept for the reads (r5_priv.suspect, r5_row_suspect): the rows
+ * of the live entries (-EUCLEAN), or every row (-EBADMSG, or no memory for the list). */
+static void ppl_suspect(struct r5_priv *p, const struct ppl_scan *sc, int ret)
+{
+    free(p->suspect);
+    p->suspect = NULL;
+    p->nsuspect = 0;
+    p->suspect_all = ret == -EBADMSG;
+    if (ret != -EUCLEAN)
+        return;
+    p->suspect = calloc(sc->nf, sizeof(*p->suspect));
+    if (!p->suspect) {
+        p->suspect_all = true;
+        return;
+    }
+    for (size_t i = 0; i < sc->nf; i++) {
+        const struct rk_ppl_entry *e = &sc->f[i].e;
+        p->suspect[p->nsuspect++] =
+            (struct r5_suspect){.row = e->row, .nrows = e->nrows ? e->nrows : 1};
+    }
+}
+
 int r5_ppl_start(struct raid_priv *r, int mode)
 {
     struct r5_priv *p = r->level_priv;
@@ -581,6 +603,7 @@ int r5_ppl_start(struct raid_priv *r, int mode)
                   : sc.nf                                  ? -EUCLEAN
                   : sc.untrusted || ppl_unread(r, &sc, rd) ? -EBADMSG
                                                            : 0;
+        ppl_suspect(p, &sc, ret);
         for (uint32_t s = 0; s < RK_MAX_MEMBERS; s++)
             free(sc.buf[s]);
         free(sc.f);

@@ -64,8 +64,19 @@ void r5_repair(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t h
                 (unsigned long long)(hi - lo), (unsigned long long)moff, v.slot[i]);
 }
 
+bool r5_row_suspect(const struct r5_priv *p, uint64_t row)
+{
+    if (p->suspect_all)
+        return true;
+    for (size_t i = 0; i < p->nsuspect; i++)
+        if (row >= p->suspect[i].row && row - p->suspect[i].row < p->suspect[i].nrows)
+            return true;
+    return false;
+}
+
 /* Read array range [off, off+len) of one data chunk through parity recovery; with bad_slot set
- * (a read error there), the recovered data is written back over the bad slot. */
+ * (a read error there), the recovered data is written back over the bad slot. A stripe whose
+ * parity a read-only start could not vouch for (r5_row_suspect) is not recovered: -EIO. */
 static int r5_read_degraded(struct r5_req *q, char *dst, uint64_t len, uint64_t off, int bad_slot)
 {
     const struct raid_layout *l = &q->r->l;
@@ -77,6 +88,15 @@ static int r5_read_degraded(struct r5_req *q, char *dst, uint64_t len, uint64_t 
     struct r5_geo g;
     int ret = 0;
 
+    if (r5_row_suspect(q->p, row)) {
+        if (!atomic_exchange(&q->p->suspect_said, true))
+            rk_warn("raid: stripe %llu: a read needs its parity, which may be torn (the array "
+                    "was not shut down cleanly, and a read-only start does not replay its "
+                    "partial parity log): I/O error, for this and every such read; a writable "
+                    "start replays the log",
+                    (unsigned long long)row);
+        return -EIO;
+    }
     r5_req_buf(q);
     r5_geo(l, row, &g);
     stripe_lock_range(&q->p->locks, row, 1);

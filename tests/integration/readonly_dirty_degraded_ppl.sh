@@ -4,7 +4,9 @@
 # replay it (it writes nothing), so when the crash left writes in flight (live log entries) the
 # stripes they touched may read garbage where a member is missing. That start is refused with a
 # message advising a start without --read-only, and changes no member; --force accepts it
-# (read-only, nothing written); a writable degraded start needs no --force (the log is replayed)
+# (read-only, nothing written), and a read that would rebuild a chunk of a stripe those writes
+# touched from its parity fails with an I/O error instead of returning garbage (the untouched
+# stamps read back); a writable degraded start needs no --force (the log is replayed)
 # and reads the data back. When the log holds nothing to replay — after a clean stop, or after a
 # crash with no write in flight (everything flushed) — a read-only degraded start is accepted
 # without --force.
@@ -38,6 +40,11 @@ ro_inflight()
     [ "$(rk_sums "${M[@]}")" = "$before" ] || rk_fail "$level: the refused read-only start changed a member"
     rk_serve --read-only --degraded --force "${part[@]}"
     rk_verify 0 $((2 * MiB)) 1
+    if rk_py sha "$RK_URI" $((4 * MiB)) $((4 * MiB)) >/dev/null 2>&1; then
+        rk_fail "$level: read-only --force: the stripes written at the crash read without an error through the missing member(s) (rebuilt from a parity that may be torn)"
+    fi
+    grep -q "a read-only start replays nothing" "$RK_LOG" || rk_fail "$level: the start does not say which reads fail: $(cat "$RK_LOG")"
+    grep -q "which may be torn" "$RK_LOG" || rk_fail "$level: the refused read is not logged: $(cat "$RK_LOG")"
     rk_stop
     [ "$(rk_sums "${M[@]}")" = "$before" ] || rk_fail "$level: the read-only --force start changed a member"
     rk_log "=== $level: writable degraded start replays the log"
