@@ -550,15 +550,22 @@ int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregi
         return -EINVAL;
     bool need = false;
     pthread_mutex_lock(&bm->lock);
+    /* Each marked region is held (counted in state, as a write) while the area write runs
+     * with bm->lock released: else the cleaner may clear a region that was set at the scan,
+     * and the BM_SET below would then claim a bit the area no longer holds. */
     for (uint64_t i = 0; i < nregions; i++)
-        if (((bits[i / 8] >> (i % 8)) & 1) && !(atomic_load(&bm->state[i]) & BM_SET)) {
+        if (((bits[i / 8] >> (i % 8)) & 1) &&
+            !(atomic_fetch_add(&bm->state[i], 1) & BM_SET)) {
             bm_bit(bm, i, true); /* on disk first, then BM_SET (writers then skip the sync) */
             need = true;
         }
     int ret = need ? bm_sync(r) : 0;
-    for (uint64_t i = 0; !ret && i < nregions; i++)
-        if ((bits[i / 8] >> (i % 8)) & 1)
-            atomic_fetch_or(&bm->state[i], BM_SET);
+    for (uint64_t i = 0; i < nregions; i++)
+        if ((bits[i / 8] >> (i % 8)) & 1) {
+            if (!ret)
+                atomic_fetch_or(&bm->state[i], BM_SET);
+            bm_put(bm, i);
+        }
     pthread_mutex_unlock(&bm->lock);
     return ret;
 }
