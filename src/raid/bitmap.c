@@ -159,11 +159,12 @@ static int bm_get(struct raid_priv *r, uint64_t i)
          * now may have started before the bit was set: its g is then below the generation that
          * set it, so below gen_want, and it does not count. Nothing clears the bit meanwhile: the
          * cleaner clears only a region whose state is exactly BM_SET, and this writer's count stays
-         * in state until it leaves. bm_sync_gen returns the result of the last completed write,
-         * whose g >= gen_want: on success the bit is on every writable member. Without a writer or
-         * a write pending (v == 0, gen_done == gen_want: a failed attempt left the bit) a new write
-         * is asked for. Tests: unit/test_bitmap_share (test_waiter_needs_later_write fails if a
-         * waiter proceeds on the write under way), unit/test_bitmap test_engine_order.
+         * in state until it leaves. bm_sync_gen returns the result of the first completed write
+         * that covered it, whose g >= gen_want: on success the bit is on every writable member.
+         * Without a writer or a write pending (v == 0, gen_done == gen_want: a failed attempt left
+         * the bit) a new write is asked for. Tests: unit/test_bitmap_share
+         * (test_waiter_needs_later_write fails if a waiter proceeds on the write under way),
+         * unit/test_bitmap test_engine_order.
          */
         bool pending = rk_bm_test(bm->area, i) && (v > 0 || bm->gen_done < bm->gen_want);
         bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
@@ -550,15 +551,21 @@ int rk_raid_bitmap_mark(struct rk_dev *raid, const uint8_t *bits, uint64_t nregi
         return -EINVAL;
     bool need = false;
     pthread_mutex_lock(&bm->lock);
+    /* Each marked region is held (counted in state, as a write) while the area write runs
+     * with bm->lock released: else the cleaner may clear a region that was set at the scan,
+     * and the BM_SET below would then claim a bit the area no longer holds. */
     for (uint64_t i = 0; i < nregions; i++)
-        if (((bits[i / 8] >> (i % 8)) & 1) && !(atomic_load(&bm->state[i]) & BM_SET)) {
+        if (((bits[i / 8] >> (i % 8)) & 1) && !(atomic_fetch_add(&bm->state[i], 1) & BM_SET)) {
             bm_bit(bm, i, true); /* on disk first, then BM_SET (writers then skip the sync) */
             need = true;
         }
     int ret = need ? bm_sync(r) : 0;
-    for (uint64_t i = 0; !ret && i < nregions; i++)
-        if ((bits[i / 8] >> (i % 8)) & 1)
-            atomic_fetch_or(&bm->state[i], BM_SET);
+    for (uint64_t i = 0; i < nregions; i++)
+        if ((bits[i / 8] >> (i % 8)) & 1) {
+            if (!ret)
+                atomic_fetch_or(&bm->state[i], BM_SET);
+            bm_put(bm, i);
+        }
     pthread_mutex_unlock(&bm->lock);
     return ret;
 }
