@@ -183,6 +183,18 @@ int rk_raid_open(const struct rk_raid_geom *g, struct rk_dev *const *members,
 #define RK_LOG_CHECK  4
 int rk_raid_log_start(struct rk_dev *raid, int mode);
 
+/*
+ * raid5/raid6 started read-only after an unclean shutdown, before the first request: no resync
+ * runs (nothing is written), so the parity of the regions the write-intent bitmap marks
+ * unsynced may be stale, and nothing vouches for it when the array has no partial parity log,
+ * or a resync an earlier (forced) start left unfinished is pending. From this call on, a read
+ * that must rebuild a chunk from parity in such a region (a member missing, failed, or with a
+ * read error) fails with -EIO instead of returning what stale parity gives; reads of present
+ * chunks are unaffected. Other levels, and arrays without an attached bitmap: no effect.
+ * Returns 0, or -EINVAL when raid is not a raid device.
+ */
+int rk_raid_distrust_unsynced(struct rk_dev *raid);
+
 /* Current state of slot (enum rk_slot_state) of a raid device; -EINVAL for a bad slot. */
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot);
 

@@ -417,6 +417,17 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
                                   : "cannot be read or trusted on every member present",
                     c == -EUCLEAN ? "the stripes they wrote" : "any stripe");
     }
+    bool pending = v->sb.resync_flags & RK_SB_RESYNC_PENDING;
+    if (v->read_only && !a->o->force && rk_level_write_hole(v->sb.level) &&
+        (v->sb.dirty == RK_SB_DIRTY || pending) && (v->sb.write_hole == RK_SB_WH_NONE || pending)) {
+        /* No log, or a resync still owed: nothing vouches for the parity of the regions the
+         * bitmap marks unsynced (vol_bitmap_setup_ro), so no chunk is rebuilt from it there. */
+        rk_raid_distrust_unsynced(v->raid);
+        rk_warn("array %s: until a writable start resyncs it, a read that needs parity in an "
+                "unsynced region (a member's read error, a failed member) fails with an I/O "
+                "error instead of returning what stale parity gives",
+                a->uuid);
+    }
     if (v->read_only)
         return 0;
     int mode = v->was_dirty ? RK_LOG_REPLAY | (a->o->force ? RK_LOG_FORCE : 0) : 0;

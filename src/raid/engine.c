@@ -205,6 +205,15 @@ int rk_raid_log_start(struct rk_dev *raid, int mode)
     return r->l.lvl->log_start ? r->l.lvl->log_start(r, mode) : 0;
 }
 
+int rk_raid_distrust_unsynced(struct rk_dev *raid)
+{
+    struct raid_priv *r = raid_priv_of(raid);
+    if (!r)
+        return -EINVAL;
+    r->distrust_unsynced = true;
+    return 0;
+}
+
 int rk_raid_slot_state(struct rk_dev *raid, uint32_t slot)
 {
     struct raid_priv *r = raid_priv_of(raid);

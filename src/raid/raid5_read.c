@@ -7,6 +7,7 @@
 #include "core/util.h"
 #include "raid/raid5_int.h"
 #include "raid/badrange.h"
+#include "raid/bitmap.h"
 
 int r5_recover_window(struct r5_req *q, const struct r5_geo *g, uint64_t lo, uint64_t hi,
                       uint32_t want, uint32_t excl, uint32_t *bad_out)
@@ -76,7 +77,8 @@ bool r5_row_suspect(const struct r5_priv *p, uint64_t row)
 
 /* Read array range [off, off+len) of one data chunk through parity recovery; with bad_slot set
  * (a read error there), the recovered data is written back over the bad slot. A stripe whose
- * parity a read-only start could not vouch for (r5_row_suspect) is not recovered: -EIO. */
+ * parity a read-only start could not vouch for (r5_row_suspect; an unsynced region after
+ * rk_raid_distrust_unsynced) is not recovered: -EIO. */
 static int r5_read_degraded(struct r5_req *q, char *dst, uint64_t len, uint64_t off, int bad_slot)
 {
     const struct raid_layout *l = &q->r->l;
@@ -88,12 +90,13 @@ static int r5_read_degraded(struct r5_req *q, char *dst, uint64_t len, uint64_t 
     struct r5_geo g;
     int ret = 0;
 
-    if (r5_row_suspect(q->p, row)) {
+    if (r5_row_suspect(q->p, row) ||
+        (q->r->distrust_unsynced && raid_bitmap_unsynced(q->r, row * chunk, chunk))) {
         if (!atomic_exchange(&q->p->suspect_said, true))
-            rk_warn("raid: stripe %llu: a read needs its parity, which may be torn (the array "
-                    "was not shut down cleanly, and a read-only start does not replay its "
-                    "partial parity log): I/O error, for this and every such read; a writable "
-                    "start replays the log",
+            rk_warn("raid: stripe %llu: a read needs its parity, which may be torn or stale "
+                    "(the array was not shut down cleanly, and a read-only start neither "
+                    "replays its partial parity log nor resyncs): I/O error, for this and "
+                    "every such read; a writable start makes the parity consistent",
                     (unsigned long long)row);
         return -EIO;
     }

@@ -182,9 +182,12 @@ struct raid_priv {
     pthread_mutex_t fail_lock;              /* serialises rk_raid_fail_slot's "would this lose
                                              * data" check; never held across a callback */
     void *level_priv;                       /* parity levels: stripe locks, caches */
-    struct raid_rangelock *rl;              /* range lock (rangelock.h) */
-    struct raid_badtab *bad;                /* recorded unreadable ranges (badrange.h) */
-    struct raid_job *job;                   /* background job slot (job.h) */
+    /* Parity in a region the write-intent bitmap marks unsynced is not rebuilt from
+     * (rk_raid_distrust_unsynced: a read-only start of a dirty array; set before serving). */
+    bool distrust_unsynced;
+    struct raid_rangelock *rl; /* range lock (rangelock.h) */
+    struct raid_badtab *bad;   /* recorded unreadable ranges (badrange.h) */
+    struct raid_job *job;      /* background job slot (job.h) */
     /* Failure recording (raid_fail, raid_fail_settle): rec_lock is a leaf guarding the move to
      * FAILED and the end of a recording; rec_cond is signalled when a recording ends. */
     pthread_mutex_t rec_lock;
