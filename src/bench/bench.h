@@ -63,6 +63,9 @@ struct bench_job {
     int loops; /* > 0: fio runs this many passes instead of a time_based runtime (warm-up) */
     int nseed;
     struct bench_seed_row seed[BENCH_MAX_SEED_ROWS];
+    /* Suite key `note`: why rows of this table cannot match the study (or anything else a reader
+     * of the table must know), printed once under it in every format; "" = none. */
+    char note[512];
     /* Filesystem jobs (docs/BENCHMARKS.md "Filesystem jobs"): tool[0] != 0 makes this job run
      * TOOL in a filesystem FS made on the configuration (src/bench/job_fs*.c) instead of fio on
      * the raw volume. */

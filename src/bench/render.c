@@ -273,6 +273,8 @@ int bench_render_text_job(const struct bench_report *r, int job, FILE *f)
     if (noisy)
         render_text_noisy(rows, n, f);
     render_text_mapping(r, job, f);
+    if (r->suite->jobs[job].note[0])
+        fprintf(f, "Note: %s\n", r->suite->jobs[job].note);
     render_text_seed_pairs(r, job, f);
     render_text_cache(r, job, f);
     return ferror(f) ? -EIO : 0;
@@ -374,6 +376,8 @@ static cJSON *render_json_job(const struct bench_report *r, int j)
     cJSON_AddNumberToObject(o, "runtime_s", bj->runtime);
     cJSON_AddNumberToObject(o, "rwmixread", bj->rwmixread);
     cJSON_AddNumberToObject(o, "warmup_passes", bj->warmup);
+    if (bj->note[0])
+        cJSON_AddStringToObject(o, "note", bj->note);
     if (bj->tool[0]) { /* a filesystem job */
         cJSON_AddStringToObject(o, "kind", "fs");
         cJSON_AddStringToObject(o, "tool", bj->tool);
@@ -538,7 +542,7 @@ int bench_render_csv(const struct bench_report *r, FILE *f)
     fputs(
         "suite,job,title,rw,bs,iodepth,config,label,trials,mean_mbs,stderr_mbs,stddev_mbs,rsd_pct,"
         "host_bound,raw_trials_mbs,note,model_mbs,host_bound_words,seed_mbs,seed_ratio,p50_us,"
-        "p99_us,noisy,mttdl_hours,p_loss_rebuild,seed_label\n",
+        "p99_us,noisy,mttdl_hours,p_loss_rebuild,seed_label,table_note\n",
         f);
     for (int j = 0; j < r->suite->njobs; j++) {
         const struct bench_job *bj = &r->suite->jobs[j];
@@ -562,6 +566,8 @@ int bench_render_csv(const struct bench_report *r, FILE *f)
             fputc(',', f);
             render_csv_field(f, render_cell_note(r, c, j));
             render_csv_row_extra(f, r, c, j);
+            fputc(',', f);
+            render_csv_field(f, bj->note);
             fputc('\n', f);
         }
     }

@@ -391,6 +391,11 @@ static void html_job_notes(const struct bench_report *r, int j, FILE *f)
     }
     if (open)
         fputs("</p>\n", f);
+    if (r->suite->jobs[j].note[0]) {
+        fputs("<p class=\"note\">Note: ", f);
+        render_xml(f, r->suite->jobs[j].note);
+        fputs("</p>\n", f);
+    }
     html_seed_legend(r, j, f);
     open = false;
     for (int c = 0; c < r->nconfigs; c++) {

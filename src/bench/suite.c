@@ -123,6 +123,13 @@ static int suite_job_key(struct bench_job *j, const char *k, const char *v)
         if (!r)
             j->seed[j->nseed - 1].ref_only = true;
         return r;
+    } else if (!strcmp(k, "note")) { /* repeatable: the lines join with a space */
+        size_t have = strlen(j->note);
+        if (!v[0] || have + (have > 0) + strlen(v) >= sizeof(j->note))
+            return -EINVAL; /* never cut silently */
+        if (have)
+            j->note[have++] = ' ';
+        memcpy(j->note + have, v, strlen(v) + 1);
     } else if (!strcmp(k, "loops")) {
         return suite_int(v, 0, 1000, &j->loops);
     } else {

@@ -327,7 +327,7 @@ static void test_host_bound_and_stats(void **state)
     fclose(m);
     assert_non_null(strstr(buf, "randread,Random Read,randread,4096,4,raid0,RAID 0 (4),3,950.000,"
                                 "2.887,5.000,0.53,yes,945.000 950.000 955.000,host-bound,,"
-                                "host-bound; this host's limit, not the layout's,,,,,no,,,\n"));
+                                "host-bound; this host's limit, not the layout's,,,,,no,,,,\n"));
     free(buf);
     free(r->model_json);
     free(r);
@@ -475,6 +475,7 @@ static void make_seeded(struct bench_report *r, struct bench_suite *s)
     r->cells[2][0].p50_us = 12.5;
     r->cells[2][0].p99_us = 99.0;
     r->cells[2][0].lat_n = 3;
+    snprintf(j->note, sizeof(j->note), "a <study> note, here"); /* suite key `note` */
     bench_report_finish(r);
 }
 
@@ -497,6 +498,8 @@ static void test_seed_prediction_columns(void **state)
     assert_non_null(strstr(buf, "~ noisy:"));
     assert_non_null(strstr(buf, " RAID 1 (4) 25.0% (3 trials);"));
     assert_non_null(strstr(buf, "RAID 1 (4): a 4-way mirror"));
+    assert_non_null(strstr(buf, "\nNote: a <study> note, here\n")); /* once, under the table */
+    assert_null(strstr(strstr(buf, "Note: a <study>") + 1, "Note: a <study>"));
     free(buf);
 
     buf = NULL;
@@ -506,12 +509,12 @@ static void test_seed_prediction_columns(void **state)
     /* New columns at the end of the header; the old ones keep their places. */
     assert_non_null(strstr(buf, "rsd_pct,host_bound,raw_trials_mbs,note,model_mbs,"
                                 "host_bound_words,seed_mbs,seed_ratio,p50_us,p99_us,noisy,"
-                                "mttdl_hours,p_loss_rebuild,seed_label\n"));
+                                "mttdl_hours,p_loss_rebuild,seed_label,table_note\n"));
     assert_non_null(strstr(buf, ",RAID 0 (4),3,950.000,"));
     assert_non_null(strstr(buf, ",host-bound,1200.000,host-bound; the model's prediction is the "
-                                "headline,760.000,1.250,,,no,,,RAID 0\n"));
+                                "headline,760.000,1.250,,,no,,,RAID 0,\"a <study> note, here\"\n"));
     assert_non_null(strstr(buf, ",RAID 1 (4),3,400.000,"));
-    assert_non_null(strstr(buf, ",380.000,,233.000,1.717,12.5,99.0,yes,,,RAID 1\n"));
+    assert_non_null(strstr(buf, ",380.000,,233.000,1.717,12.5,99.0,yes,,,RAID 1,"));
     assert_non_null(strstr(buf, ",noop (ceiling),3,"));
     free(buf);
 
@@ -539,6 +542,7 @@ static void test_seed_prediction_columns(void **state)
     assert_float_equal(cJSON_GetObjectItem(r1, "p50_us")->valuedouble, 12.5, 1e-9);
     assert_float_equal(cJSON_GetObjectItem(r1, "p99_us")->valuedouble, 99.0, 1e-9);
     cJSON *job0 = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "jobs"), 0);
+    assert_string_equal(cJSON_GetObjectItem(job0, "note")->valuestring, "a <study> note, here");
     const char *cmd = cJSON_GetObjectItem(job0, "fio_command")->valuestring;
     assert_non_null(strstr(cmd, "fio --name=randread --ioengine=nbd"));
     assert_non_null(strstr(cmd, " --rw=randread --bs=4096 --iodepth=4 "));
@@ -561,6 +565,7 @@ static void test_seed_prediction_columns(void **state)
     assert_non_null(strstr(buf, "~ noisy: the RSD stayed above 3.5%"));
     assert_non_null(strstr(buf, "Where a row differs from the study:<br>\nRAID 1 (4): a 4-way"));
     assert_non_null(strstr(buf, "fio command: <code>fio --name=randread"));
+    assert_non_null(strstr(buf, "<p class=\"note\">Note: a &lt;study&gt; note, here</p>"));
     assert_non_null(strstr(buf, ">Configuration</text>"));
     assert_non_null(strstr(buf, ">MB/s (shared scale"));
     assert_non_null(strstr(buf, "class=\"model\"")); /* the prediction's tick on the chart */

@@ -197,16 +197,16 @@ static void test_csv_html(void **state)
 {
     struct bench_report *r = make(*state);
     char *csv = render_to_text(r, bench_render_csv);
-    assert_non_null(strstr(csv, ",p_loss_rebuild,seed_label\n"));
+    assert_non_null(strstr(csv, ",p_loss_rebuild,seed_label,table_note\n"));
     char *line = strstr(csv, ",cache-ssd,raidkit raw cache SSD,");
     assert_non_null(line);
-    assert_non_null(strstr(line, ",680.900,0.029,,,no,,,120GB Mushkin SSD\n"));
+    assert_non_null(strstr(line, ",680.900,0.029,,,no,,,120GB Mushkin SSD,\n"));
     line = strstr(csv, ",cache-writearound,");
     assert_non_null(line);
     char row[512];
     snprintf(row, sizeof(row), "%.*s", (int)strcspn(line, "\n"), line);
     size_t n = strlen(row);
-    assert_true(n > 10 && !strcmp(row + n - 10, ",,,,,no,,,")); /* no seed, no label */
+    assert_true(n > 11 && !strcmp(row + n - 11, ",,,,,no,,,,")); /* no seed, no label, no note */
     free(csv);
     char *html = render_to_text(r, bench_render_html);
     assert_non_null(strstr(html, "<td>680.90 <small>(120GB Mushkin SSD)</small></td>"));

@@ -143,6 +143,17 @@ static void test_errors(void **state)
     assert_int_equal(parse_text("[a]\nseed_row = X | 2x\n", err, sizeof(err)), -EINVAL);
     assert_int_equal(parse_text("[a]\nseed_row = X | -1\n", err, sizeof(err)), -EINVAL);
     assert_int_equal(parse_text("[a]\nwarmup = 17\n", err, sizeof(err)), -EINVAL);
+    /* note: one line of text under the table, never cut. */
+    assert_int_equal(parse_text("[a]\nnote =\n", err, sizeof(err)), -EINVAL);
+    char longnote[700] = "[a]\nnote = ";
+    memset(longnote + strlen(longnote), 'x', 600);
+    assert_int_equal(parse_text(longnote, err, sizeof(err)), -EINVAL);
+    struct bench_suite *n = calloc(1, sizeof(*n));
+    assert_int_equal(
+        parse_into("[a]\nnote = the study's row,\nnote = why\n[b]\n", n, err, sizeof(err)), 0);
+    assert_string_equal(n->jobs[0].note, "the study's row, why"); /* lines joined */
+    assert_string_equal(n->jobs[1].note, "");
+    free(n);
     /* seed_config: suite level, a known configuration, each study row once. */
     assert_int_equal(parse_text("seed_config = X | cache-ssd\n[a]\n", err, sizeof(err)), 0);
     assert_int_equal(parse_text("seed_config = X | cache-bogus\n[a]\n", err, sizeof(err)), -EINVAL);
