@@ -190,18 +190,6 @@ uint64_t bench_cache_size(uint64_t def)
     return def;
 }
 
-/* The raidkit binary (this process's) into buf: 0 or -ENOENT with err. */
-static int cache_self(char *buf, size_t len, char *err, size_t errlen)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0) {
-        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
-        return -ENOENT;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
 int bench_cache_make(const char *name, const char *dir, const char *prefix, uint64_t backing_size,
                      uint64_t cache_size, struct bench_cache_devs *d, char *err, size_t errlen)
 {
@@ -212,7 +200,7 @@ int bench_cache_make(const char *name, const char *dir, const char *prefix, uint
         getenv("RAIDKIT_BENCH_CACHE_SSD") ? getenv("RAIDKIT_BENCH_CACHE_SSD") : CACHE_SSD_DEFAULT;
     const char *mode = bench_cache_mode(name);
     memset(d, 0, sizeof(*d));
-    int r = cache_self(d->rk, sizeof(d->rk), err, errlen);
+    int r = run_self_exe(d->rk, sizeof(d->rk), err, errlen);
     if (r < 0)
         return r;
     const char *bad = bench_cache_profile(ssd, d->ssd, sizeof(d->ssd)) < 0   ? ssd
@@ -336,7 +324,7 @@ int bench_cache_parse_dirty(const char *json, uint64_t *dirty, char *state, size
 int bench_cache_status(const char *ctl, char *out, size_t len)
 {
     char rk[PATH_MAX], err[64];
-    if (cache_self(rk, sizeof(rk), err, sizeof(err)) < 0)
+    if (run_self_exe(rk, sizeof(rk), err, sizeof(err)) < 0)
         return -ENOENT;
     char *argv[] = {rk, "status", "--json", "--control", (char *)ctl, NULL};
     out[0] = '\0';

@@ -69,18 +69,6 @@ static int fsdev_loop(struct fsdev *d, const char *file, uint64_t size, char *er
     return 0;
 }
 
-/* The raidkit binary (this process's) into buf: 0, or -ENOENT with err. */
-static int fsdev_self(char *buf, size_t len, char *err, size_t errlen)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    if (n <= 0) {
-        rk_set_err(err, errlen, "cannot find the raidkit binary (/proc/self/exe)");
-        return -ENOENT;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
 /* The FUSE mount point directory WORK/fs-export, made. */
 static int fsdev_expdir(struct run_ctx *x, struct fsdev *d, char *err, size_t errlen)
 {
@@ -141,7 +129,7 @@ static int fsdev_up_raidkit(struct run_ctx *x, const struct bench_config *bc, ui
         rk_set_err(err, errlen, "too many members");
         return -EINVAL;
     }
-    int r = fsdev_self(rk, sizeof(rk), err, errlen);
+    int r = run_self_exe(rk, sizeof(rk), err, errlen);
     if (r < 0)
         return r;
     snprintf(lvl, sizeof(lvl), "%s", rk_level_name(bc->level));
@@ -372,7 +360,7 @@ int fsdev_cache_drain_check(struct fsdev *d, char *msg, size_t len)
         return -EINVAL;
     }
     fsdev_cache_state(d, &dirty0, state, sizeof(state));
-    int r = fsdev_self(rk, sizeof(rk), msg, len);
+    int r = run_self_exe(rk, sizeof(rk), msg, len);
     char *argv[] = {rk, "cache", "detach", "--control", d->ctl, NULL};
     if (r < 0 || (r = fsdev_run(argv, "raidkit cache detach", msg, len)) < 0)
         return r;

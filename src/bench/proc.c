@@ -44,6 +44,19 @@ void run_signals(bool on)
 
 /* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the exit
  * status (0..255), or -errno when it could not run. */
+int run_self_exe(char *buf, size_t len, char *err, size_t errlen)
+{
+    static const char self[] = "/proc/self/exe";
+    if (access(self, X_OK) != 0) {
+        rk_set_err(err, errlen, "cannot find the raidkit binary (%s: %s)", self, strerror(errno));
+        return -ENOENT;
+    }
+    if (len < sizeof(self))
+        return -ENAMETOOLONG;
+    memcpy(buf, self, sizeof(self));
+    return 0;
+}
+
 int run_cmd(char *const argv[], char *out, size_t outlen, bool merge)
 {
     int pfd[2];

@@ -219,6 +219,12 @@ extern volatile sig_atomic_t run_interrupted;
 extern volatile pid_t run_child;
 /* Install (on) or restore (off) the SIGINT/SIGTERM handlers and ignore SIGPIPE. */
 void run_signals(bool on);
+/* The path that runs this raidkit binary again as a command (`raidkit create`, `cache`,
+ * `fuse` ...) into buf (len bytes): "/proc/self/exe", which execs the running binary itself,
+ * even after its file was replaced or deleted (a rebuild during a long run); valid only for
+ * exec from this process or a fork of it (not through a shell). 0, or -ENOENT with err when
+ * /proc is not mounted, -ENAMETOOLONG when len is too small. */
+int run_self_exe(char *buf, size_t len, char *err, size_t errlen);
 /* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the
  * exit status (0..255), or -errno when it could not run. */
 int run_cmd(char *const argv[], char *out, size_t outlen, bool merge);
