@@ -42,8 +42,7 @@ void run_signals(bool on)
     }
 }
 
-/* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the exit
- * status (0..255), or -errno when it could not run. */
+/* See run.h: the running binary as a command path. */
 int run_self_exe(char *buf, size_t len, char *err, size_t errlen)
 {
     static const char self[] = "/proc/self/exe";
@@ -57,6 +56,8 @@ int run_self_exe(char *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
+/* Run argv, wait, capture up to outlen-1 bytes of stdout (and stderr when merge). Returns the exit
+ * status (0..255), or -errno when it could not run. */
 int run_cmd(char *const argv[], char *out, size_t outlen, bool merge)
 {
     int pfd[2];

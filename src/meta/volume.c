@@ -359,6 +359,41 @@ static int vol_start_engine(struct rk_volume *v, struct vol_asm *a)
     return 0;
 }
 
+/* A dirty (or resync-pending) raid5/raid6 served read-only: no replay, no resync. The stripes
+ * nothing vouches for are not rebuilt from their parity (a read that needs it fails): those of
+ * the log's live entries (the log check's verdict, r5_row_suspect; every stripe when the log
+ * cannot be trusted), and without a log or with a resync still owed the regions the bitmap
+ * marks unsynced (rk_raid_distrust_unsynced; not with --force, which accepts stale parity). A
+ * degraded start without --force had its log check in vol_start_log (log_check). */
+static void vol_ro_parity_guard(struct rk_volume *v, const struct vol_asm *a)
+{
+    bool pending = v->sb.resync_flags & RK_SB_RESYNC_PENDING;
+    bool dirty = v->sb.dirty == RK_SB_DIRTY;
+    bool has_log = v->sb.write_hole != RK_SB_WH_NONE;
+    if (!rk_level_write_hole(v->sb.level))
+        return;
+    if (dirty && has_log && !v->log_check) {
+        int c = rk_raid_log_start(v->raid, RK_LOG_CHECK);
+        if (c == -EUCLEAN || c == -EBADMSG)
+            rk_warn("array %s was not shut down cleanly and its partial parity log %s: a "
+                    "read-only start replays nothing, so a read that needs parity in %s (a "
+                    "member's read error, a missing member) fails with an I/O error instead of "
+                    "returning what a torn stripe holds; start without --read-only to replay "
+                    "the log",
+                    a->uuid,
+                    c == -EUCLEAN ? "holds writes that were in flight"
+                                  : "cannot be read or trusted on every member present",
+                    c == -EUCLEAN ? "the stripes they wrote" : "any stripe");
+    }
+    if (!a->o->force && (dirty || pending) && (!has_log || pending)) {
+        rk_raid_distrust_unsynced(v->raid);
+        rk_warn("array %s: until a writable start resyncs it, a read that needs parity in an "
+                "unsynced region (a member's read error, a failed member) fails with an I/O "
+                "error instead of returning what stale parity gives",
+                a->uuid);
+    }
+}
+
 /* Phase 5b, write log (writable volumes of levels with one): after an unclean shutdown its
  * entries are replayed before any request, then it restarts empty (rk_raid_log_start). */
 static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
@@ -401,35 +436,10 @@ static int vol_start_log(struct rk_volume *v, struct vol_asm *a)
         if (why)
             return c == -EAGAIN || c == -EBADMSG ? -EUCLEAN : c;
     }
-    if (v->read_only && v->sb.dirty == RK_SB_DIRTY && rk_level_write_hole(v->sb.level) &&
-        v->sb.write_hole != RK_SB_WH_NONE && !v->log_check) {
-        /* Complete (or forced): served, but the stripes the log cannot vouch for read through
-         * parity only with an error (r5_row_suspect), e.g. after a member's read error. */
-        int c = rk_raid_log_start(v->raid, RK_LOG_CHECK);
-        if (c == -EUCLEAN || c == -EBADMSG)
-            rk_warn("array %s was not shut down cleanly and its partial parity log %s: a "
-                    "read-only start replays nothing, so a read that needs parity in %s (a "
-                    "member's read error, a missing member) fails with an I/O error instead of "
-                    "returning what a torn stripe holds; start without --read-only to replay "
-                    "the log",
-                    a->uuid,
-                    c == -EUCLEAN ? "holds writes that were in flight"
-                                  : "cannot be read or trusted on every member present",
-                    c == -EUCLEAN ? "the stripes they wrote" : "any stripe");
-    }
-    bool pending = v->sb.resync_flags & RK_SB_RESYNC_PENDING;
-    if (v->read_only && !a->o->force && rk_level_write_hole(v->sb.level) &&
-        (v->sb.dirty == RK_SB_DIRTY || pending) && (v->sb.write_hole == RK_SB_WH_NONE || pending)) {
-        /* No log, or a resync still owed: nothing vouches for the parity of the regions the
-         * bitmap marks unsynced (vol_bitmap_setup_ro), so no chunk is rebuilt from it there. */
-        rk_raid_distrust_unsynced(v->raid);
-        rk_warn("array %s: until a writable start resyncs it, a read that needs parity in an "
-                "unsynced region (a member's read error, a failed member) fails with an I/O "
-                "error instead of returning what stale parity gives",
-                a->uuid);
-    }
-    if (v->read_only)
+    if (v->read_only) {
+        vol_ro_parity_guard(v, a);
         return 0;
+    }
     int mode = v->was_dirty ? RK_LOG_REPLAY | (a->o->force ? RK_LOG_FORCE : 0) : 0;
     int r = rk_raid_log_start(v->raid, mode);
     if (r == -EUCLEAN) /* docs/FORMAT.md "Partial parity log", "What it does not cover" */

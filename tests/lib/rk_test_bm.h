@@ -1,9 +1,10 @@
 /* The write-intent bitmap checker shared by the unit tests of the bitmap's ordering
- * (test_bitmap, test_bitmap_share). Header-only, as rk_test.h. */
+ * (test_bitmap, test_bitmap_share, test_bitmap_stress). Header-only, as rk_test.h. */
 #ifndef RK_TEST_BM_H
 #define RK_TEST_BM_H
 
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "meta/superblock.h"
 #include "raid/bitmap_disk.h"
@@ -26,6 +27,29 @@ static inline int rk_test_bm_unmarked(struct rk_dev *dev, uint64_t off, uint64_t
     for (uint64_t i = (off - doff) / region; i <= (off + len - 1 - doff) / region; i++)
         n += !rk_bm_test(area, i);
     return n;
+}
+
+/* A checking member of these tests wraps a mem device: its priv starts with the inner device
+ * (owned). What it does not check it forwards: read, flush, close (frees priv). */
+struct rk_test_fwd {
+    struct rk_dev *inner;
+};
+
+static inline int rk_test_fwd_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
+{
+    return rk_dev_read(((struct rk_test_fwd *)d->priv)->inner, buf, len, off);
+}
+
+static inline int rk_test_fwd_flush(struct rk_dev *d)
+{
+    return rk_dev_flush(((struct rk_test_fwd *)d->priv)->inner);
+}
+
+static inline void rk_test_fwd_close(struct rk_dev *d)
+{
+    struct rk_test_fwd *o = d->priv;
+    rk_dev_close(o->inner);
+    free(o);
 }
 
 #endif

@@ -181,16 +181,10 @@ static void test_sb_fields(void **state)
 #define T_REGION (64u * 1024)
 
 struct order_dev {
-    struct rk_dev *inner;
+    struct rk_dev *inner; /* first: rk_test_fwd */
     int violations, area_writes, area_fua;
     _Atomic int flushes;
 };
-
-static int od_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
-{
-    struct order_dev *o = d->priv;
-    return rk_dev_read(o->inner, buf, len, off);
-}
 
 /* Member writes come from several threads at once (writers, the cleaner, its flush hooks): the
  * checker's scratch area, its counters and the area rewrite are serialized, so a check never
@@ -221,15 +215,11 @@ static int od_flush(struct rk_dev *d)
     return rk_dev_flush(o->inner);
 }
 
-static void od_close(struct rk_dev *d)
-{
-    struct order_dev *o = d->priv;
-    rk_dev_close(o->inner);
-    free(o);
-}
-
-static const struct rk_dev_ops od_ops = {
-    .kind = "order", .read = od_read, .write = od_write, .flush = od_flush, .close = od_close};
+static const struct rk_dev_ops od_ops = {.kind = "order",
+                                         .read = rk_test_fwd_read,
+                                         .write = od_write,
+                                         .flush = od_flush,
+                                         .close = rk_test_fwd_close};
 
 static void test_engine_order(void **state)
 {

@@ -27,23 +27,17 @@
 #define T_FOREVER 1000000
 
 struct gate_dev {
-    struct rk_dev *inner;
-    int arrived;        /* area writes that reached the gate */
-    int permits;        /* area writes the gate lets through from now on */
-    int violations;     /* data writes into a region the completed area does not mark */
-    uint64_t order[16]; /* offsets of the first data writes, in the order they came (before */
-    _Atomic int norder; /* the gate's lock: a mutex need not hand itself over in order) */
+    struct rk_dev *inner; /* first: rk_test_fwd */
+    int arrived;          /* area writes that reached the gate */
+    int permits;          /* area writes the gate lets through from now on */
+    int violations;       /* data writes into a region the completed area does not mark */
+    uint64_t order[16];   /* offsets of the first data writes, in the order they came (before */
+    _Atomic int norder;   /* the gate's lock: a mutex need not hand itself over in order) */
 };
 
 /* One lock for the gates and the checks: a check never reads a half-written area. */
 static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
-
-static int gd_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
-{
-    struct gate_dev *o = d->priv;
-    return rk_dev_read(o->inner, buf, len, off);
-}
 
 static int gd_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t off, uint32_t fl)
 {
@@ -71,21 +65,11 @@ static int gd_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t of
     return rk_dev_write(o->inner, buf, len, off, fl);
 }
 
-static int gd_flush(struct rk_dev *d)
-{
-    struct gate_dev *o = d->priv;
-    return rk_dev_flush(o->inner);
-}
-
-static void gd_close(struct rk_dev *d)
-{
-    struct gate_dev *o = d->priv;
-    rk_dev_close(o->inner);
-    free(o);
-}
-
-static const struct rk_dev_ops gd_ops = {
-    .kind = "gate", .read = gd_read, .write = gd_write, .flush = gd_flush, .close = gd_close};
+static const struct rk_dev_ops gd_ops = {.kind = "gate",
+                                         .read = rk_test_fwd_read,
+                                         .write = gd_write,
+                                         .flush = rk_test_fwd_flush,
+                                         .close = rk_test_fwd_close};
 
 static void sleep_ms(long ms)
 {

@@ -30,16 +30,10 @@
 #define T_NREG   128u
 
 struct sd {
-    struct rk_dev *inner;
+    struct rk_dev *inner; /* first: rk_test_fwd */
     _Atomic int violations;
 };
 static pthread_mutex_t chk = PTHREAD_MUTEX_INITIALIZER;
-
-static int sd_read(struct rk_dev *d, void *buf, uint64_t len, uint64_t off)
-{
-    struct sd *o = d->priv;
-    return rk_dev_read(o->inner, buf, len, off);
-}
 
 static int sd_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t off, uint32_t fl)
 {
@@ -62,21 +56,11 @@ static int sd_write(struct rk_dev *d, const void *buf, uint64_t len, uint64_t of
     return rk_dev_write(o->inner, buf, len, off, fl);
 }
 
-static int sd_flush(struct rk_dev *d)
-{
-    struct sd *o = d->priv;
-    return rk_dev_flush(o->inner);
-}
-
-static void sd_close(struct rk_dev *d)
-{
-    struct sd *o = d->priv;
-    rk_dev_close(o->inner);
-    free(o);
-}
-
-static const struct rk_dev_ops sd_ops = {
-    .kind = "sd", .read = sd_read, .write = sd_write, .flush = sd_flush, .close = sd_close};
+static const struct rk_dev_ops sd_ops = {.kind = "sd",
+                                         .read = rk_test_fwd_read,
+                                         .write = sd_write,
+                                         .flush = rk_test_fwd_flush,
+                                         .close = rk_test_fwd_close};
 
 struct thr {
     pthread_t t;
