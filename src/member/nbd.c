@@ -272,7 +272,9 @@ static void expire(struct nbd_conn *p)
     for (;;) {
         pthread_mutex_lock(&p->lock);
         struct nbd_req *q = p->head;
-        bool old = q && now - q->start_ns > p->p->timeout_ns;
+        /* A deadline, not an age: now was read before the lock, so a request listed since
+         * may have started after it, and now - start_ns would wrap to ~2^64 ns (timed out). */
+        bool old = q && now > q->start_ns + p->p->timeout_ns;
         if (old) {
             req_unlink(p, q);
             atomic_fetch_add(&q->refs, 1); /* keep it while finishing */
