@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "bench/model_sim_int.h"
+#include "raid/bitmap.h"
 
 double sim_bm_init(struct sim *s, const struct run_counts *a, const struct run_counts *b,
                    double creq, double cwrites)
@@ -43,6 +44,7 @@ double sim_bm_init(struct sim *s, const struct run_counts *a, const struct run_c
     bm->bits = fmin(bm->entries, (double)(b->bm_bits - a->bm_bits));
     for (uint64_t i = 0; i < bm->nreg; i++)
         bm->pass[i] = UINT64_MAX; /* drawn at the first entry */
+    bm->ahead_end = UINT64_MAX;
     s->bm = bm;
     return (double)(b->bm_sets - a->bm_sets);
 }
@@ -102,6 +104,43 @@ static void sim_bm_write(struct sim *s)
             sim_bm_done(s); /* queue full (never at fio's depths): counted as done */
 }
 
+/* A region whose bit is not being set: clear (gen 0) or set as the trial found them (its state
+ * holds for the rest of a sequential stream's pass). */
+static void sim_bm_draw(struct sim *s, uint64_t i)
+{
+    struct sim_bm *bm = s->bm;
+    if (bm->gen[i] <= bm->done && (!s->in->seq || bm->pass[i] != s->wpass)) {
+        bool fresh = s->in->seq ? fmod((double)bm->nent++, bm->entries) < bm->bits
+                                : sim_unit(s) * bm->entries < bm->bits;
+        bm->gen[i] = fresh ? 0 : bm->done;
+        bm->pass[i] = s->wpass;
+    }
+}
+
+/* bitmap.c bm_get's stream look-ahead: a sequential stream sets clear region i (not yet in an
+ * area write); once BM_AHEAD_RUN regions were set one after the other, the regions ahead that
+ * the trial found clear (drawn now, as their entry) are set with it, up to the first set one.
+ * They get gen UINT64_MAX until the caller gives them region i's generation. Returns one past
+ * the last of them (i + 1 if none). */
+static uint64_t sim_bm_ahead(struct sim *s, uint64_t i)
+{
+    struct sim_bm *bm = s->bm;
+    bm->ahead_run = i == bm->ahead_end ? bm->ahead_run + 1 : 1;
+    bm->ahead_end = i + 1;
+    if (bm->ahead_run < BM_AHEAD_RUN)
+        return i + 1;
+    uint64_t want = BM_AHEAD_BYTES / bm->region;
+    want = want < 1 ? 1 : want > BM_AHEAD_MAX ? BM_AHEAD_MAX : want;
+    for (uint64_t j = i + 1; j < bm->nreg && j <= i + want; j++) {
+        sim_bm_draw(s, j);
+        if (bm->gen[j] != 0)
+            break;
+        bm->gen[j] = UINT64_MAX; /* set with region i's generation, not a stream step */
+        bm->ahead_end = j + 1;
+    }
+    return bm->ahead_end;
+}
+
 bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
 {
     struct sim_bm *bm = s->bm;
@@ -111,14 +150,15 @@ bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
     sim_bm_span(s, sl, &lo, &hi);
     uint64_t first = lo / bm->region, last = (hi - 1) / bm->region;
     bool clear = false, pending = false;
+    uint64_t ahead_lo = 0, ahead_hi = 0; /* regions set ahead with this write's generation */
     for (uint64_t i = first; i <= last && i < bm->nreg; i++) {
-        /* A region whose bit is not being set: clear or set as the trial found them (its
-         * state holds for the rest of a sequential stream's pass). */
-        if (bm->gen[i] <= bm->done && (!s->in->seq || bm->pass[i] != s->wpass)) {
-            bool fresh = s->in->seq ? fmod((double)bm->nent++, bm->entries) < bm->bits
-                                    : sim_unit(s) * bm->entries < bm->bits;
-            bm->gen[i] = fresh ? 0 : bm->done;
-            bm->pass[i] = s->wpass;
+        sim_bm_draw(s, i);
+        if (bm->gen[i] == 0 && s->in->seq) {
+            uint64_t e = sim_bm_ahead(s, i);
+            if (e > i + 1) {
+                ahead_lo = ahead_lo && ahead_lo < i + 1 ? ahead_lo : i + 1;
+                ahead_hi = e;
+            }
         }
         clear |= bm->gen[i] == 0;
         pending |= bm->gen[i] > bm->done;
@@ -132,6 +172,9 @@ bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
     for (uint64_t i = first; i <= last && i < bm->nreg; i++)
         if (bm->gen[i] == 0)
             bm->gen[i] = bm->want;
+    for (uint64_t j = ahead_lo; j < ahead_hi; j++)
+        if (bm->gen[j] == UINT64_MAX)
+            bm->gen[j] = bm->want;
     sl->bmgen = bm->want;
     sl->bmwait = true;
     sl->ready = false;

@@ -132,6 +132,30 @@ static void bm_bit(struct raid_bitmap *bm, uint64_t i, bool on)
     *b = on ? (uint8_t)(*b | (1u << (i % 8))) : (uint8_t)(*b & ~(1u << (i % 8)));
 }
 
+/* A stream's look-ahead (bitmap.h BM_AHEAD_BYTES): set in the image the bits of the regions from
+ * region `from` on whose bit is neither durable nor in the image, stopping at the first one that
+ * is (the stream has been there, or another writer sets it), and list them in ahead[]. Their
+ * last tick is now, so the cleaner gives them the idle time from here. The caller makes them
+ * durable with a new generation and then marks them BM_SET; on error they stay set in the image
+ * only (a set bit is always safe). Caller holds bm->lock. Returns how many. */
+static uint32_t bm_ahead(struct raid_bitmap *bm, uint64_t from, uint32_t *ahead)
+{
+    uint64_t want = BM_AHEAD_BYTES / bm->region;
+    uint32_t n = 0;
+    if (want < 1)
+        want = 1;
+    if (want > BM_AHEAD_MAX)
+        want = BM_AHEAD_MAX;
+    for (uint64_t j = from; j < bm->nregions && n < want; j++) {
+        if ((atomic_load(&bm->state[j]) & BM_SET) || rk_bm_test(bm->area, j))
+            break;
+        atomic_store(&bm->last[j], atomic_load(&bm->tick));
+        bm_bit(bm, j, true);
+        ahead[n++] = (uint32_t)j;
+    }
+    return n;
+}
+
 /* Count one write in region i; sets its bit on disk first when needed. */
 static int bm_get(struct raid_priv *r, uint64_t i)
 {
@@ -166,13 +190,25 @@ static int bm_get(struct raid_priv *r, uint64_t i)
          * (test_waiter_needs_later_write fails if a waiter proceeds on the write under way),
          * unit/test_bitmap test_engine_order.
          */
-        bool pending = rk_bm_test(bm->area, i) && (v > 0 || bm->gen_done < bm->gen_want);
+        bool was = rk_bm_test(bm->area, i);
+        bool pending = was && (v > 0 || bm->gen_done < bm->gen_want);
         bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
-        ret = pending ? bm_sync_gen(r, bm->gen_want) : bm_sync(r);
-        if (ret)
+        uint32_t ahead[BM_AHEAD_MAX], na = 0;
+        if (!was) { /* this writer sets it: the stream goes on here or starts over */
+            bm->ahead_run = i == bm->ahead_end ? bm->ahead_run + 1 : 1;
+            na = bm->ahead_run >= BM_AHEAD_RUN ? bm_ahead(bm, i + 1, ahead) : 0;
+            bm->ahead_end = na ? ahead[na - 1] + 1 : i + 1;
+        }
+        /* Bits set ahead need a generation of their own: the write a pending waiter shares may
+         * have copied the image before them. */
+        ret = pending && !na ? bm_sync_gen(r, bm->gen_want) : bm_sync(r);
+        if (ret) {
             atomic_fetch_sub(&bm->state[i], 1);
-        else
+        } else {
             atomic_fetch_or(&bm->state[i], BM_SET);
+            for (uint32_t k = 0; k < na; k++)
+                atomic_fetch_or(&bm->state[ahead[k]], BM_SET);
+        }
     }
     pthread_mutex_unlock(&bm->lock);
     return ret;
@@ -525,6 +561,7 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     uint32_t idle = o->idle_ms ? o->idle_ms : BM_IDLE_MS_DEFAULT;
     bm->tick_ms = idle < 2 * BM_TICK_MS_DEFAULT ? (idle + 1) / 2 : BM_TICK_MS_DEFAULT;
     bm->idle_ticks = (uint32_t)((idle + bm->tick_ms - 1) / bm->tick_ms);
+    bm->ahead_end = UINT64_MAX; /* no stream yet */
     if (bm->idle_ticks < 2)
         bm->idle_ticks = 2;
     int ret = bm_alloc(bm);

@@ -8,7 +8,10 @@
  * (engine.c) counts itself in every region it touches before it reaches the level
  * (raid_bitmap_begin): an already-set region costs one compare-and-swap; otherwise the region's
  * bit is written FUA to every writable member first (bm_sync: one area write at a time, shared
- * by every writer that queued meanwhile). A cleaner thread clears
+ * by every writer that queued meanwhile). Once writes have set the bits of BM_AHEAD_RUN regions
+ * one after the other (a sequential stream), the next one set also sets the bits of the regions
+ * ahead of it, up to BM_AHEAD_BYTES of member data, in the same area write: a stream then stops
+ * for an area write once per look-ahead window, not at every region. A cleaner thread clears
  * a region's bit once nothing ran in it for the idle time and a flush of the members completed
  * after its last write, and only while every slot is ACTIVE (raid_bitmap_degraded), after the
  * volume recorded the clear's event count (rk_raid_events.bitmap_clearing). That member flush
@@ -36,6 +39,11 @@
 #include "raid/raid_int.h"
 
 #define BM_SET 0x80000000u /* state word: the region's bit is durable on disk */
+/* A stream's look-ahead: member data-area bytes of regions set ahead of it (at least one region,
+ * at most BM_AHEAD_MAX regions). */
+#define BM_AHEAD_BYTES (4u << 20)
+#define BM_AHEAD_MAX   64u
+#define BM_AHEAD_RUN   4u
 
 /* unsynced[] values */
 #define BM_SYNCED   0u
@@ -55,11 +63,13 @@ struct raid_bitmap {
     uint8_t *wbuf;           /* aligned copy being written (bm_sync's one writer) */
     struct bm_wait *wq_head; /* bm_sync_gen's callers, in arrival order */
     struct bm_wait *wq_tail;
-    uint64_t gen_want; /* image changes asked to be durable */
-    uint64_t gen_done; /* ... made durable by the last completed area write */
-    int gen_err;       /* result of that write */
-    bool writing;      /* an area write runs (bm->lock released meanwhile) */
-    bool img_sets;     /* the image gained a set bit since the last area write began */
+    uint64_t gen_want;  /* image changes asked to be durable */
+    uint64_t gen_done;  /* ... made durable by the last completed area write */
+    int gen_err;        /* result of that write */
+    bool writing;       /* an area write runs (bm->lock released meanwhile) */
+    bool img_sets;      /* the image gained a set bit since the last area write began */
+    uint64_t ahead_end; /* one past the last region whose bit a write set (or looked ahead to) */
+    uint32_t ahead_run; /* regions set in order up to ahead_end: a stream once >= BM_AHEAD_RUN */
     struct rk_bm_hdr hdr;
     _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
     _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */

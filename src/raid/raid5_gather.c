@@ -191,23 +191,34 @@ static bool r5g_extent_add(struct r5g_ent *e, uint64_t lo, uint64_t hi)
     return true;
 }
 
-/* A FREE entry for a new row, writing out the one whose hold ends first when none is free
- * (g->lock held; may drop it). NULL when every entry is being written out or filled. */
+/* A FREE entry for a new row (g->lock held; may drop it). When none is free but one is being
+ * written out, wait for that write-out to free it: the stream is then paced by its whole-stripe
+ * write-outs. Writing out a held stripe instead (the one whose hold ends first) would write a
+ * stripe the stream is still filling in parts (member reads, a log entry, and on a disk the
+ * seeks back to it); that is done only when no write-out is under way. NULL when every entry
+ * is being filled, or another writer started this row meanwhile. */
 static struct r5g_ent *r5g_take(struct r5_gather *g, uint64_t row)
 {
-    for (int tries = 0; tries < 2; tries++) {
+    for (int tries = 0; tries < 2;) {
         struct r5g_ent *victim = NULL;
+        bool writing = false;
         for (int i = 0; i < g->n; i++) {
             struct r5g_ent *x = &g->e[i];
             if (x->state == R5G_FREE)
                 return x;
+            writing |= x->state == R5G_WRITING;
             if (x->state == R5G_HELD && !x->users && (!victim || x->deadline < victim->deadline))
                 victim = x;
         }
-        if (!victim)
+        if (writing) {
+            pthread_cond_wait(&g->cond, &g->lock); /* its end broadcasts */
+        } else if (victim) {
+            r5g_write_out(g, victim, victim->row, R5G_MEMORY);
+            tries++;
+        } else {
             return NULL;
-        r5g_write_out(g, victim, victim->row, R5G_MEMORY);
-        if (r5g_find(g, row)) /* another writer started this row meanwhile */
+        }
+        if (r5g_find(g, row))
             return NULL;
     }
     return NULL;

@@ -224,12 +224,14 @@ static void test_sim_mirror_read_outstanding(void **state)
 }
 
 /* raid1 over 4 hdd-7200, sequential 16 KiB 50/50 at depth 32 on 32 MiB, with the counts of a
- * trial on a new array (2026-12-07, bench/suites/validate-seq-rw.ini): per member 193 reads,
- * 770 data writes and 61 area writes of the write-intent bitmap (4 KiB, FUA), 195 bits set (64
- * KiB regions: every region the stream entered). Each write into a region whose bit is clear
- * waits for an area write on every member (bitmap.c), so the writes stall behind FUA writes at
- * the start of the disk: far below the same counts without the bitmap, near the 12.3 MB/s the
- * emulation measured in that trial. */
+ * trial on a new array (2026-12-07, bench/suites/validate-seq-rw.ini): per member 193 reads and
+ * 770 data writes; 195 bits set (64 KiB regions: every region the stream entered). The array of
+ * that trial wrote the bitmap's area (4 KiB, FUA) 61 times, once per region, and the writes
+ * stalled behind those FUA writes at the start of the disk (12.3 MB/s). Since the stream
+ * look-ahead (src/raid/bitmap.c bm_ahead) the same 195 bits take 6 area writes: 3 as the stream
+ * starts, then one per 65-region window, the counts below. The simulation follows it: the
+ * bitmap then costs the stream little. Without the look-ahead in the simulation every region
+ * entered still stalls (about 12 MB/s, below the bound asserted). */
 static double sim_r1_rw(bool bitmap)
 {
     struct rk_raid_geom g = {
@@ -242,17 +244,17 @@ static double sim_r1_rw(bool bitmap)
         g.data_size[i] = 96 << 20;
         b.r[i] = 193;
         b.rb[i] = 193 * 16384;
-        b.w[i] = 770 + 61;
-        b.wb[i] = 770 * 16384 + 61 * 4096;
-        b.fw[i] = 61;
-        b.fwb[i] = 61 * 4096;
+        b.w[i] = 770 + 6;
+        b.wb[i] = 770 * 16384 + 6 * 4096;
+        b.fw[i] = 6;
+        b.fwb[i] = 6 * 4096;
     }
     if (bitmap) {
         b.bm_region = 65536;
         b.bm_off = 8192;
         b.bm_size = 4096;
         b.bm_bits = 195;
-        b.bm_sets = 61;
+        b.bm_sets = 6;
     }
     struct run_sim_in in = {.p = &emul_builtin_profiles[1],
                             .level = RK_LEVEL_RAID1,
@@ -269,8 +271,9 @@ static void test_sim_hdd_bitmap(void **state)
     (void)state;
     double without = sim_r1_rw(false), with = sim_r1_rw(true);
     assert_true(without > 0 && with > 0);
-    assert_true(with < 0.85 * without);
-    assert_true(with > 10.0 && with < 14.5);
+    assert_true(with <= without);
+    assert_true(with > 0.95 * without);
+    assert_true(with > 14.5);
 }
 
 int main(void)
