@@ -125,7 +125,11 @@ static void sim_bm_draw(struct sim *s, uint64_t i)
 static uint64_t sim_bm_ahead(struct sim *s, uint64_t i)
 {
     struct sim_bm *bm = s->bm;
-    bm->ahead_run = i == bm->ahead_end ? bm->ahead_run + 1 : 1;
+    /* bitmap.c bm_stream_goes_on: the next region, or every region between is set */
+    bool on = i >= bm->ahead_end && i - bm->ahead_end <= BM_AHEAD_MAX;
+    for (uint64_t j = bm->ahead_end; on && j < i; j++)
+        on = bm->gen[j] != 0;
+    bm->ahead_run = on ? bm->ahead_run + 1 : 1;
     bm->ahead_end = i + 1;
     if (bm->ahead_run < BM_AHEAD_RUN)
         return i + 1;

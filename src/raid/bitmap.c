@@ -156,6 +156,19 @@ static uint32_t bm_ahead(struct raid_bitmap *bm, uint64_t from, uint32_t *ahead)
     return n;
 }
 
+/* Region i, whose bit a writer sets now, continues the stream that set bits up to ahead_end:
+ * it is that region, or every region between is set already (the stream passed them on the
+ * fast path, e.g. a look-ahead stopped at a region set before). Caller holds bm->lock. */
+static bool bm_stream_goes_on(struct raid_bitmap *bm, uint64_t i)
+{
+    if (i < bm->ahead_end || i - bm->ahead_end > BM_AHEAD_MAX)
+        return false;
+    for (uint64_t j = bm->ahead_end; j < i; j++)
+        if (!(atomic_load(&bm->state[j]) & BM_SET))
+            return false;
+    return true;
+}
+
 /* Count one write in region i; sets its bit on disk first when needed. */
 static int bm_get(struct raid_priv *r, uint64_t i)
 {
@@ -195,13 +208,14 @@ static int bm_get(struct raid_priv *r, uint64_t i)
         bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
         uint32_t ahead[BM_AHEAD_MAX], na = 0;
         if (!was) { /* this writer sets it: the stream goes on here or starts over */
-            bm->ahead_run = i == bm->ahead_end ? bm->ahead_run + 1 : 1;
+            bm->ahead_run = bm_stream_goes_on(bm, i) ? bm->ahead_run + 1 : 1;
             na = bm->ahead_run >= BM_AHEAD_RUN ? bm_ahead(bm, i + 1, ahead) : 0;
             bm->ahead_end = na ? ahead[na - 1] + 1 : i + 1;
         }
-        /* Bits set ahead need a generation of their own: the write a pending waiter shares may
-         * have copied the image before them. */
-        ret = pending && !na ? bm_sync_gen(r, bm->gen_want) : bm_sync(r);
+        /* A pending waiter never looks ahead (was is true): bits set ahead always come with a
+         * new generation (bm_sync), never with one another writer's area write may have copied
+         * the image for already. */
+        ret = pending ? bm_sync_gen(r, bm->gen_want) : bm_sync(r);
         if (ret) {
             atomic_fetch_sub(&bm->state[i], 1);
         } else {

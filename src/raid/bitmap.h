@@ -86,7 +86,8 @@ struct raid_bitmap {
     bool stop;
     /* area writes that set / cleared bits (tests, status, the benchmark model) */
     _Atomic uint64_t sets, clears;
-    _Atomic uint64_t bits_set; /* bits set in the image since attach (regions a write dirtied) */
+    _Atomic uint64_t bits_set; /* bits set in the image since attach (regions a write dirtied, and
+                                * those a stream's look-ahead set) */
 };
 
 /* A write's hold on its regions, on the caller's stack (raid_bitmap_begin/end). */

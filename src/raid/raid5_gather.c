@@ -32,7 +32,8 @@
  * Locking: g->lock guards the entries' state, rows, extents and the counters, never held across
  * I/O or a memcpy. An entry being filled counts its copiers (users); a write-out marks it
  * WRITING, waits for its copiers, then writes from its buffer without the lock. Whoever needs a
- * WRITING stripe (a write, read or drain of that row) waits on g->cond until it is FREE.
+ * WRITING stripe (a write, read or drain of that row) waits on g->cond until it is FREE, and so
+ * does a stream's write into a new stripe while every entry is in use and one is WRITING.
  * Everything here runs before the request takes its range lock, pool buffer or stripe lock, so
  * a thread that waits holds none of the level's locks (docs/ARCHITECTURE.md "Lock order").
  */
