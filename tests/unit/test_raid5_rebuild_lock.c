@@ -223,13 +223,16 @@ static uint64_t round_run(int level, uint32_t n, uint32_t target, unsigned seed)
     assert_int_equal(rk_raid_rebuild_start(a.raid, target, 0, RATE), 0);
     int job = rk_raid_job_wait(a.raid);
     stop = 1;
-    uint64_t in_window = 0;
+    uint64_t in_window = 0, writes = 0;
     for (int i = 0; i < NWRITERS; i++) {
         pthread_join(t[i], NULL);
         assert_int_equal(w[i].err, 0);
-        assert_true(w[i].writes > 0);
+        writes += w[i].writes;
         in_window += w[i].in_window;
     }
+    /* Some writer wrote during the rebuild. Not each: on a loaded host a writer thread may first
+     * run after the 0.5 s rebuild ended (seen once at load 4.7). */
+    assert_true(writes > 0);
     assert_int_equal(job, 0);
     assert_int_equal(rk_raid_slot_state(a.raid, target), RK_SLOT_ACTIVE);
     assert_int_equal(((struct slow *)fresh->priv)->delayed, ROWS);
