@@ -119,10 +119,9 @@ static void sim_bm_draw(struct sim *s, uint64_t i)
 
 /* bitmap.c bm_get's stream look-ahead: a sequential stream sets clear region i (not yet in an
  * area write); once BM_AHEAD_RUN regions were set one after the other, the regions ahead that
- * the trial found clear (drawn now, as their entry) are set with it, up to the first set one.
- * They get gen UINT64_MAX until the caller gives them region i's generation. Returns one past
- * the last of them (i + 1 if none). */
-static uint64_t sim_bm_ahead(struct sim *s, uint64_t i)
+ * the trial found clear (drawn now, as their entry) are set with it, up to the first set one:
+ * they take the generation the caller asks for next (want + 1), as region i does. */
+static void sim_bm_ahead(struct sim *s, uint64_t i)
 {
     struct sim_bm *bm = s->bm;
     /* bitmap.c bm_stream_goes_on: the next region, or every region between is set */
@@ -132,17 +131,15 @@ static uint64_t sim_bm_ahead(struct sim *s, uint64_t i)
     bm->ahead_run = on ? bm->ahead_run + 1 : 1;
     bm->ahead_end = i + 1;
     if (bm->ahead_run < BM_AHEAD_RUN)
-        return i + 1;
-    uint64_t want = BM_AHEAD_BYTES / bm->region;
-    want = want < 1 ? 1 : want > BM_AHEAD_MAX ? BM_AHEAD_MAX : want;
+        return;
+    uint64_t want = bm_ahead_regions(bm->region);
     for (uint64_t j = i + 1; j < bm->nreg && j <= i + want; j++) {
         sim_bm_draw(s, j);
         if (bm->gen[j] != 0)
             break;
-        bm->gen[j] = UINT64_MAX; /* set with region i's generation, not a stream step */
+        bm->gen[j] = bm->want + 1; /* pending for a write of this span, not a stream step */
         bm->ahead_end = j + 1;
     }
-    return bm->ahead_end;
 }
 
 bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
@@ -154,16 +151,10 @@ bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
     sim_bm_span(s, sl, &lo, &hi);
     uint64_t first = lo / bm->region, last = (hi - 1) / bm->region;
     bool clear = false, pending = false;
-    uint64_t ahead_lo = 0, ahead_hi = 0; /* regions set ahead with this write's generation */
     for (uint64_t i = first; i <= last && i < bm->nreg; i++) {
         sim_bm_draw(s, i);
-        if (bm->gen[i] == 0 && s->in->seq) {
-            uint64_t e = sim_bm_ahead(s, i);
-            if (e > i + 1) {
-                ahead_lo = ahead_lo && ahead_lo < i + 1 ? ahead_lo : i + 1;
-                ahead_hi = e;
-            }
-        }
+        if (bm->gen[i] == 0 && s->in->seq)
+            sim_bm_ahead(s, i); /* region i is clear: want + 1 is asked for below */
         clear |= bm->gen[i] == 0;
         pending |= bm->gen[i] > bm->done;
     }
@@ -176,9 +167,6 @@ bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
     for (uint64_t i = first; i <= last && i < bm->nreg; i++)
         if (bm->gen[i] == 0)
             bm->gen[i] = bm->want;
-    for (uint64_t j = ahead_lo; j < ahead_hi; j++)
-        if (bm->gen[j] == UINT64_MAX)
-            bm->gen[j] = bm->want;
     sl->bmgen = bm->want;
     sl->bmwait = true;
     sl->ready = false;

@@ -134,24 +134,19 @@ static void bm_bit(struct raid_bitmap *bm, uint64_t i, bool on)
 
 /* A stream's look-ahead (bitmap.h BM_AHEAD_BYTES): set in the image the bits of the regions from
  * region `from` on whose bit is neither durable nor in the image, stopping at the first one that
- * is (the stream has been there, or another writer sets it), and list them in ahead[]. Their
- * last tick is now, so the cleaner gives them the idle time from here. The caller makes them
- * durable with a new generation and then marks them BM_SET; on error they stay set in the image
- * only (a set bit is always safe). Caller holds bm->lock. Returns how many. */
-static uint32_t bm_ahead(struct raid_bitmap *bm, uint64_t from, uint32_t *ahead)
+ * is (the stream has been there, or another writer sets it). Their last tick is now, so the
+ * cleaner gives them the idle time from here. The caller makes them durable with a new
+ * generation and then marks them BM_SET; on error they stay set in the image only (a set bit is
+ * always safe). Caller holds bm->lock. Returns how many: regions [from, from + n). */
+static uint32_t bm_ahead(struct raid_bitmap *bm, uint64_t from)
 {
-    uint64_t want = BM_AHEAD_BYTES / bm->region;
+    uint64_t want = bm_ahead_regions(bm->region);
     uint32_t n = 0;
-    if (want < 1)
-        want = 1;
-    if (want > BM_AHEAD_MAX)
-        want = BM_AHEAD_MAX;
-    for (uint64_t j = from; j < bm->nregions && n < want; j++) {
+    for (uint64_t j = from; j < bm->nregions && n < want; j++, n++) {
         if ((atomic_load(&bm->state[j]) & BM_SET) || rk_bm_test(bm->area, j))
             break;
         atomic_store(&bm->last[j], atomic_load(&bm->tick));
         bm_bit(bm, j, true);
-        ahead[n++] = (uint32_t)j;
     }
     return n;
 }
@@ -206,11 +201,11 @@ static int bm_get(struct raid_priv *r, uint64_t i)
         bool was = rk_bm_test(bm->area, i);
         bool pending = was && (v > 0 || bm->gen_done < bm->gen_want);
         bm_bit(bm, i, true); /* stays set on error: a set bit is always safe */
-        uint32_t ahead[BM_AHEAD_MAX], na = 0;
-        if (!was) { /* this writer sets it: the stream goes on here or starts over */
+        uint32_t na = 0;     /* regions [i + 1, i + 1 + na) set ahead */
+        if (!was) {          /* this writer sets it: the stream goes on here or starts over */
             bm->ahead_run = bm_stream_goes_on(bm, i) ? bm->ahead_run + 1 : 1;
-            na = bm->ahead_run >= BM_AHEAD_RUN ? bm_ahead(bm, i + 1, ahead) : 0;
-            bm->ahead_end = na ? ahead[na - 1] + 1 : i + 1;
+            na = bm->ahead_run >= BM_AHEAD_RUN ? bm_ahead(bm, i + 1) : 0;
+            bm->ahead_end = i + 1 + na;
         }
         /* A pending waiter never looks ahead (was is true): bits set ahead always come with a
          * new generation (bm_sync), never with one another writer's area write may have copied
@@ -220,8 +215,8 @@ static int bm_get(struct raid_priv *r, uint64_t i)
             atomic_fetch_sub(&bm->state[i], 1);
         } else {
             atomic_fetch_or(&bm->state[i], BM_SET);
-            for (uint32_t k = 0; k < na; k++)
-                atomic_fetch_or(&bm->state[ahead[k]], BM_SET);
+            for (uint32_t k = 1; k <= na; k++)
+                atomic_fetch_or(&bm->state[i + k], BM_SET);
         }
     }
     pthread_mutex_unlock(&bm->lock);

@@ -45,6 +45,13 @@
 #define BM_AHEAD_MAX   64u
 #define BM_AHEAD_RUN   4u
 
+/* Regions a look-ahead covers with regions of `region` bytes (also the HDD model's). */
+static inline uint64_t bm_ahead_regions(uint64_t region)
+{
+    uint64_t n = BM_AHEAD_BYTES / region;
+    return n < 1 ? 1 : n > BM_AHEAD_MAX ? BM_AHEAD_MAX : n;
+}
+
 /* unsynced[] values */
 #define BM_SYNCED   0u
 #define BM_UNSYNCED 1u /* a resync must still reach the region */

@@ -178,6 +178,9 @@ static void *thr_run(void *arg)
 static void run(int level, uint32_t n, uint32_t nstream, uint64_t bs, uint32_t nrand, uint64_t rbs,
                 int iters, bool fail_member, unsigned seed)
 {
+    alarm(240); /* a hang fails the test */
+    if (level == RK_LEVEL_RAID5)
+        setenv("RAIDKIT_RAID5_GATHER_US", "3000", 1);
     struct ctx c = {0};
     struct rk_dev *m[8];
     c.n = n;
@@ -253,49 +256,37 @@ static void run(int level, uint32_t n, uint32_t nstream, uint64_t bs, uint32_t n
     rk_dev_close(c.raid);
     for (uint32_t i = 0; i < n; i++)
         rk_dev_close(m[i]);
+    alarm(0);
 }
 
 static void test_raid1(void **state)
 {
     (void)state;
-    alarm(240);
     run(RK_LEVEL_RAID1, 2, 3, 16384, 2, 4096, 60, false, 11);
-    alarm(0);
 }
 
 static void test_raid5(void **state)
 {
     (void)state;
-    alarm(240);
-    setenv("RAIDKIT_RAID5_GATHER_US", "3000", 1);
     run(RK_LEVEL_RAID5, 4, 4, 16384, 1, 4096, 40, false, 21);
-    alarm(0);
 }
 
 static void test_raid5_fail(void **state)
 {
     (void)state;
-    alarm(240);
-    setenv("RAIDKIT_RAID5_GATHER_US", "3000", 1);
     run(RK_LEVEL_RAID5, 4, 4, 16384, 1, 4096, 40, true, 31);
-    alarm(0);
 }
 
 static void test_raid1_one_stream(void **state)
 {
     (void)state;
-    alarm(240);
     run(RK_LEVEL_RAID1, 2, 1, 65536, 3, 4096, 150, false, 41);
-    alarm(0);
 }
 
 static void test_raid5_one_stream(void **state)
 {
     (void)state;
-    alarm(240);
-    setenv("RAIDKIT_RAID5_GATHER_US", "3000", 1);
     run(RK_LEVEL_RAID5, 4, 1, 65536, 2, 4096, 150, false, 51);
-    alarm(0);
 }
 
 int main(void)
