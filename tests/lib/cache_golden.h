@@ -1,5 +1,5 @@
 /* The fixed cache superblock behind tests/golden/cache_sb_v1.bin: shared by the generator
- * (mkgolden.c --cache) and the test that decodes the committed image (test_cache_meta.c).
+ * (mkgolden.c --cache) and the test that decodes the committed image (test_cache_meta_sb.c).
  * Never change it: add a new one. */
 #ifndef RK_TESTS_CACHE_GOLDEN_H
 #define RK_TESTS_CACHE_GOLDEN_H

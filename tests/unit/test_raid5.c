@@ -1,5 +1,7 @@
 /* Tests of the raid5/raid6 engine over in-memory members: shadow-checked random I/O healthy and
- * degraded, member placement and parity against the plain-C reference, member I/O counts. */
+ * degraded, member placement and parity against the plain-C reference, member I/O counts,
+ * concurrent writers, discard and write-zeroes, scrub, member errors. The stripe data cache:
+ * test_raid5_cache.c; the shared array helpers: tests/lib/rk_test_r5.h. */
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -12,144 +14,7 @@
 
 #include <cmocka.h>
 
-#include "raid/parity.h"
-#include "raid/raid_int.h"
-#include "raidkit/raid.h"
-#include "rk_test.h"
-
-#define DOFF (8 * KiB) /* data offset: member I/O must add it */
-
-struct arr {
-    struct rk_raid_geom g;
-    struct rk_dev *m[RK_MAX_MEMBERS];
-    struct rk_dev *raid;
-    uint64_t size;
-    unsigned char *shadow;
-};
-
-static void arr_geom(struct arr *a, int level, uint32_t n, uint32_t chunk, uint64_t rows)
-{
-    memset(a, 0, sizeof(*a));
-    rk_test_geom(&a->g, level, n, chunk, DOFF, rows * chunk);
-}
-
-/* Members plus a raid device over all of them, and a zero shadow (fresh mem devices read 0). */
-static void arr_create(struct arr *a, int level, uint32_t n, uint32_t chunk, uint64_t rows)
-{
-    arr_geom(a, level, n, chunk, rows);
-    rk_test_mem_members(a->m, n, DOFF + rows * chunk, 512);
-    assert_int_equal(rk_raid_open(&a->g, a->m, NULL, &a->raid), 0);
-    a->size = a->raid->size;
-    assert_int_equal(a->size, rk_raid_array_size(&a->g));
-    a->shadow = rk_test_zero_shadow(a->size);
-}
-
-/* Reopen the raid device over the members except those in the missing mask. */
-static int arr_reopen(struct arr *a, uint32_t missing)
-{
-    struct rk_dev *m[RK_MAX_MEMBERS];
-    if (a->raid)
-        rk_dev_close(a->raid);
-    a->raid = NULL;
-    for (uint32_t i = 0; i < a->g.members; i++)
-        m[i] = (missing & (1u << i)) ? NULL : a->m[i];
-    return rk_raid_open(&a->g, m, NULL, &a->raid);
-}
-
-static void arr_free(struct arr *a)
-{
-    rk_dev_close(a->raid);
-    rk_test_close_members(a->m, a->g.members);
-    free(a->shadow);
-}
-
-static void arr_write(struct arr *a, uint64_t off, uint64_t len, unsigned *seed)
-{
-    unsigned char *b = malloc(len);
-    rk_test_fill_rand_r(b, len, seed);
-    assert_int_equal(rk_dev_write(a->raid, b, len, off, 0), 0);
-    memcpy(a->shadow + off, b, len);
-    free(b);
-}
-
-/* The whole array reads back as the shadow (in pieces of varied sizes). */
-static void arr_check(struct arr *a)
-{
-    uint64_t step = 3 * a->g.chunk / 2 + 512;
-    unsigned char *b = malloc(step);
-    for (uint64_t off = 0; off < a->size; off += step) {
-        uint64_t n = a->size - off < step ? a->size - off : step;
-        assert_int_equal(rk_dev_read(a->raid, b, n, off), 0);
-        if (memcmp(b, a->shadow + off, n)) {
-            for (uint64_t i = 0; i < n; i++)
-                if (b[i] != a->shadow[off + i]) {
-                    print_error("mismatch at array offset %llu\n", (unsigned long long)(off + i));
-                    break;
-                }
-            fail();
-        }
-    }
-    free(b);
-}
-
-/*
- * Independent placement check: read every member's data area, rebuild the array image from the
- * layout's definition (parity slot n-1 - s mod n, Q next, data after them), compare with the
- * shadow, and check P/Q of every stripe with the byte-wise reference. Returns bad stripes.
- */
-static int arr_check_members(struct arr *a, bool check_data)
-{
-    uint32_t n = a->g.members, np = a->g.level == RK_LEVEL_RAID6 ? 2 : 1, nd = n - np;
-    uint64_t ch = a->g.chunk, rows = a->g.data_size[0] / ch;
-    unsigned char *mem[RK_MAX_MEMBERS];
-    unsigned char *p = malloc(ch), *q = malloc(ch);
-    int bad = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        mem[i] = malloc(rows * ch);
-        assert_int_equal(rk_dev_read(a->m[i], mem[i], rows * ch, DOFF), 0);
-    }
-    for (uint64_t s = 0; s < rows; s++) {
-        uint32_t pd = n - 1 - (uint32_t)(s % n);
-        void *data[RK_MAX_MEMBERS];
-        for (uint32_t k = 0; k < nd; k++) {
-            uint32_t slot = (pd + np + k) % n;
-            data[k] = mem[slot] + s * ch;
-            if (check_data)
-                assert_memory_equal(data[k], a->shadow + (s * nd + k) * ch, ch);
-        }
-        rk_parity_ref_pq((int)nd, ch, data, p, np == 2 ? q : NULL);
-        bool ok = !memcmp(p, mem[pd] + s * ch, ch);
-        if (np == 2)
-            ok = ok && !memcmp(q, mem[(pd + 1) % n] + s * ch, ch);
-        bad += !ok;
-    }
-    for (uint32_t i = 0; i < n; i++)
-        free(mem[i]);
-    free(p);
-    free(q);
-    return bad;
-}
-
-/* Random writes of 512 B .. 2.5 stripes at 512-byte aligned offsets, checked as they go. */
-static void arr_random_io(struct arr *a, int nops, unsigned *seed)
-{
-    uint64_t sbytes = a->g.chunk * (a->g.members - (a->g.level == RK_LEVEL_RAID6 ? 2 : 1));
-    unsigned char *b = malloc(3 * sbytes);
-    for (int i = 0; i < nops; i++) {
-        uint64_t len = (1 + (uint64_t)rand_r(seed) % (5 * sbytes / 512)) * 512 / 2;
-        len = (len + 511) / 512 * 512;
-        uint64_t off = (uint64_t)rand_r(seed) % (a->size / 512) * 512;
-        if (off + len > a->size)
-            len = a->size - off;
-        if (rand_r(seed) % 3) {
-            arr_write(a, off, len, seed);
-        } else {
-            assert_int_equal(rk_dev_read(a->raid, b, len, off), 0);
-            assert_memory_equal(b, a->shadow + off, len);
-        }
-    }
-    free(b);
-}
+#include "rk_test_r5.h"
 
 static void test_healthy_random(void **state)
 {
@@ -233,32 +98,7 @@ static void test_raid6_degraded(void **state)
     arr_free(&a);
 }
 
-/* ---- member I/O counts ---- */
-
-struct counts {
-    uint64_t reads, writes;
-};
-
-static struct counts arr_counts(struct arr *a)
-{
-    struct counts c = {0, 0};
-    for (uint32_t i = 0; i < a->g.members; i++) {
-        c.reads += atomic_load(&a->m[i]->stats.reads);
-        c.writes += atomic_load(&a->m[i]->stats.writes);
-    }
-    return c;
-}
-
-/* Member reads and writes of one array write, with what stripe gathering held of it
- * (raid5_gather.c: a write continuing a stream waits in memory) written out by a flush. */
-static struct counts write_cost(struct arr *a, uint64_t off, uint64_t len, unsigned *seed)
-{
-    struct counts c0 = arr_counts(a);
-    arr_write(a, off, len, seed);
-    assert_int_equal(rk_dev_flush(a->raid), 0);
-    struct counts c1 = arr_counts(a);
-    return (struct counts){c1.reads - c0.reads, c1.writes - c0.writes};
-}
+/* ---- member I/O counts (helpers: rk_test_r5.h) ---- */
 
 static void test_io_counts(void **state)
 {
@@ -336,65 +176,7 @@ static void test_io_counts(void **state)
     arr_free(&a);
 }
 
-/* ---- concurrency ---- */
-
-struct hammer {
-    struct arr *a;
-    int id, nthreads;
-    unsigned seed;
-};
-
-/* Each thread owns the 4K blocks b with b % nthreads == id, over a few stripes, so all threads
- * keep hitting the same stripes with writes of their own blocks (1..3 of them at a time, which
- * also spans stripes). */
-static void *hammer_run(void *arg)
-{
-    struct hammer *h = arg;
-    struct arr *a = h->a;
-    uint64_t blocks = a->size / 4096;
-    unsigned char buf[4096];
-    for (int i = 0; i < 400; i++) {
-        uint64_t b =
-            (uint64_t)rand_r(&h->seed) % (blocks / (uint64_t)h->nthreads) * (uint64_t)h->nthreads +
-            (uint64_t)h->id;
-        rk_test_fill_rand_r(buf, sizeof(buf), &h->seed);
-        if (rk_dev_write(a->raid, buf, sizeof(buf), b * 4096, 0))
-            return (void *)1;
-        memcpy(a->shadow + b * 4096, buf, sizeof(buf)); /* own blocks only: no race */
-        if (rk_dev_read(a->raid, buf, sizeof(buf), b * 4096) ||
-            memcmp(buf, a->shadow + b * 4096, sizeof(buf)))
-            return (void *)2;
-    }
-    return NULL;
-}
-
-/* Run nthreads copies of body (each with its own hammer state and seed) on a fresh raid5 and a
- * fresh raid6 of 5 members, chunk 8 KiB, stripes stripes; then check data and every stripe's
- * parity. */
-static void run_threads(void *(*body)(void *), int nthreads, unsigned seed0, uint64_t stripes)
-{
-    static const int levels[] = {RK_LEVEL_RAID5, RK_LEVEL_RAID6};
-    for (int li = 0; li < 2; li++) {
-        struct arr a;
-        pthread_t t[8];
-        struct hammer h[8];
-        assert_true(nthreads <= 8);
-        arr_create(&a, levels[li], 5, 8192, stripes);
-        for (int i = 0; i < nthreads; i++) {
-            h[i] = (struct hammer){
-                .a = &a, .id = i, .nthreads = nthreads, .seed = seed0 + (unsigned)i};
-            assert_int_equal(pthread_create(&t[i], NULL, body, &h[i]), 0);
-        }
-        for (int i = 0; i < nthreads; i++) {
-            void *res;
-            pthread_join(t[i], &res);
-            assert_null(res);
-        }
-        arr_check(&a);
-        assert_int_equal(arr_check_members(&a, true), 0);
-        arr_free(&a);
-    }
-}
+/* ---- concurrency (run_threads: rk_test_r5.h) ---- */
 
 static void test_concurrency(void **state)
 {
@@ -699,167 +481,6 @@ static void test_C06_discard_parity(void **state)
     arr_free(&a);
 }
 
-/* ---- stripe data cache (adjacent writes gathered into full stripes) ---- */
-
-/* Two adjacent writes that together cover exactly one stripe: the second reads nothing. */
-static void test_cache_adjacent(void **state)
-{
-    static const int levels[] = {RK_LEVEL_RAID5, RK_LEVEL_RAID6};
-    unsigned seed = 501;
-    uint64_t ch = 64 * KiB;
-    for (int li = 0; li < 2; li++) {
-        struct arr a;
-        uint32_t np = li ? 2 : 1, nd = 6 - np;
-        uint64_t sb = nd * ch;
-        arr_create(&a, levels[li], 6, (uint32_t)ch, 8);
-        arr_write(&a, 0, a.size, &seed); /* old content everywhere */
-        /* chunk aligned split: 2 chunks, then the other nd-2 */
-        struct counts c = write_cost(&a, sb, 2 * ch, &seed);
-        assert_true(c.reads > 0);
-        c = write_cost(&a, sb + 2 * ch, sb - 2 * ch, &seed);
-        assert_int_equal(c.reads, 0);
-        assert_int_equal(c.writes, nd - 2 + np);
-        /* unaligned split inside chunk 1, the second half first this time */
-        c = write_cost(&a, 2 * sb + 100 * KiB, sb - 100 * KiB, &seed);
-        assert_true(c.reads > 0);
-        c = write_cost(&a, 2 * sb, 100 * KiB, &seed);
-        assert_int_equal(c.reads, 0);
-        assert_int_equal(c.writes, 2 + np);
-        /* a cached stripe also takes small rewrites without reads */
-        c = write_cost(&a, 2 * sb + 3 * ch + 4 * KiB, 8 * KiB, &seed);
-        assert_int_equal(c.reads, 0);
-        arr_check(&a);
-        assert_int_equal(arr_check_members(&a, true), 0);
-        arr_free(&a);
-    }
-}
-
-/* Reads of one write whose stripe was never cached: t data chunks of a fresh stripe. */
-static uint64_t fresh_cost(uint32_t nd, uint32_t np, uint32_t t)
-{
-    if (!t)
-        return 0;
-    return t + np < nd - t ? t + np : nd - t;
-}
-
-/* A sequential stream of unaligned 1M writes: each request's head completes the stripe the
- * previous one started and reads nothing; only the tail (first write into a stripe) reads. */
-static void test_cache_stream(void **state)
-{
-    static const struct {
-        int level;
-        uint32_t n;
-    } cases[] = {{RK_LEVEL_RAID5, 6}, {RK_LEVEL_RAID5, 4}, {RK_LEVEL_RAID6, 5}};
-    unsigned seed = 502;
-    uint64_t ch = 64 * KiB;
-    for (int ci = 0; ci < 3; ci++) {
-        struct arr a;
-        uint32_t np = cases[ci].level == RK_LEVEL_RAID6 ? 2 : 1, nd = cases[ci].n - np;
-        uint64_t sb = nd * ch, nreq = 12;
-        arr_create(&a, cases[ci].level, cases[ci].n, (uint32_t)ch, nreq * MiB / sb + 2);
-        arr_write(&a, 0, a.size, &seed);
-        uint64_t total = 0, uncached = 0;
-        for (uint64_t i = 0; i < nreq; i++) {
-            uint64_t off = i * MiB, end = off + MiB;
-            struct counts c = write_cost(&a, off, MiB, &seed);
-            uint64_t want = fresh_cost(nd, np, (uint32_t)(end % sb / ch));
-            uint64_t head = off % sb ? fresh_cost(nd, np, (uint32_t)(nd - off % sb / ch)) : 0;
-            if (i == 0)
-                want += head;
-            assert_int_equal(c.reads, want);
-            total += c.reads;
-            uncached += want + (i ? head : 0);
-        }
-        assert_true(total < uncached);
-        arr_check(&a);
-        assert_int_equal(arr_check_members(&a, true), 0);
-        arr_free(&a);
-    }
-}
-
-/* Concurrent writers to the same stripes: each owns the chunks c % nthreads == id and writes
- * whole chunks or pieces of them; parity of every stripe is verified at the end. */
-static void *cache_writer(void *arg)
-{
-    struct hammer *h = arg;
-    struct arr *a = h->a;
-    uint64_t ch = a->g.chunk, nch = a->size / ch;
-    unsigned char *buf = malloc(ch);
-    void *res = NULL;
-    for (int i = 0; i < 600 && !res; i++) {
-        uint64_t c =
-            (uint64_t)rand_r(&h->seed) % (nch / (uint64_t)h->nthreads) * (uint64_t)h->nthreads +
-            (uint64_t)h->id;
-        uint64_t lo = 0, len = ch;
-        if (rand_r(&h->seed) % 3 == 0) {
-            lo = (uint64_t)rand_r(&h->seed) % (ch / 512) * 512;
-            len = (1 + (uint64_t)rand_r(&h->seed) % ((ch - lo) / 512)) * 512;
-        }
-        rk_test_fill_rand_r(buf, len, &h->seed);
-        if (rk_dev_write(a->raid, buf, len, c * ch + lo, 0))
-            res = (void *)1;
-        memcpy(a->shadow + c * ch + lo, buf, len);
-    }
-    free(buf);
-    return res;
-}
-
-static void test_cache_concurrent(void **state)
-{
-    run_threads(cache_writer, 3, 700u, 24);
-}
-
-/* Cached stripes must not outlive changes made outside the cached path: a write while a slot
- * is failed (then rebuilt onto a new member), and write-zeroes / discard of the stripe. With a
- * stale entry the last write of each step would compute parity from old data. */
-static void test_cache_invalidate(void **state)
-{
-    unsigned seed = 503;
-    uint64_t ch = 64 * KiB, sb = 4 * ch;
-    struct arr a;
-    arr_create(&a, RK_LEVEL_RAID5, 5, (uint32_t)ch, 8);
-    arr_write(&a, 0, a.size, &seed);
-    /* stripe 1 fully cached: chunks 0-2 (reads chunk 3), then chunk 3 with no reads */
-    write_cost(&a, sb, 3 * ch, &seed);
-    assert_int_equal(write_cost(&a, sb + 3 * ch, ch, &seed).reads, 0);
-    /* fail the slot of data chunk 1 of stripe 1 and write that chunk degraded */
-    struct rk_raid_extent e;
-    uint64_t run;
-    assert_int_equal(rk_raid_map(&a.g, sb + ch, &e, 1, &run), 1);
-    uint32_t slot = e.slot;
-    assert_int_equal(rk_raid_fail_slot(a.raid, slot), 0);
-    write_cost(&a, sb + ch, ch, &seed);
-    /* rebuild onto a fresh member */
-    struct rk_dev *old = a.m[slot], *fresh;
-    assert_int_equal(rk_mem_open(DOFF + 8 * ch, 512, &fresh), 0);
-    assert_int_equal(rk_raid_add_member(a.raid, slot, fresh), 0);
-    assert_int_equal(rk_raid_rebuild_start(a.raid, slot, 0, 0), 0);
-    assert_int_equal(rk_raid_job_wait(a.raid), 0);
-    assert_int_equal(rk_raid_slot_state(a.raid, slot), RK_SLOT_ACTIVE);
-    a.m[slot] = fresh;
-    assert_int_equal(arr_check_members(&a, true), 0);
-    /* chunk 0 of stripe 1: the entry is gone, so this one reads */
-    assert_true(write_cost(&a, sb, ch, &seed).reads > 0);
-    assert_int_equal(arr_check_members(&a, true), 0);
-
-    /* stripe 2 cached, then zeroed whole (write-zeroes), then a single chunk written */
-    write_cost(&a, 2 * sb, 3 * ch, &seed);
-    assert_int_equal(write_cost(&a, 2 * sb + 3 * ch, ch, &seed).reads, 0);
-    assert_int_equal(rk_dev_write_zeroes(a.raid, sb, 2 * sb, 0), 0);
-    memset(a.shadow + 2 * sb, 0, sb);
-    assert_true(write_cost(&a, 2 * sb + ch, ch, &seed).reads > 0);
-    /* same with discard (zeroes whole stripes too) */
-    write_cost(&a, 3 * sb, 3 * ch, &seed);
-    assert_int_equal(write_cost(&a, 3 * sb + 3 * ch, ch, &seed).reads, 0);
-    assert_int_equal(rk_dev_discard(a.raid, sb, 3 * sb), 0);
-    memset(a.shadow + 3 * sb, 0, sb);
-    assert_true(write_cost(&a, 3 * sb + 2 * ch, ch, &seed).reads > 0);
-    arr_check(&a);
-    assert_int_equal(arr_check_members(&a, true), 0);
-    arr_free(&a);
-    rk_dev_close(old);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -869,8 +490,6 @@ int main(void)
         cmocka_unit_test(test_reconstruct_scrub),  cmocka_unit_test(test_C05_partial_stripe),
         cmocka_unit_test(test_C06_discard_parity), cmocka_unit_test(test_write_errors),
         cmocka_unit_test(test_read_errors),        cmocka_unit_test(test_rebuilding_slot),
-        cmocka_unit_test(test_cache_adjacent),     cmocka_unit_test(test_cache_stream),
-        cmocka_unit_test(test_cache_concurrent),   cmocka_unit_test(test_cache_invalidate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
