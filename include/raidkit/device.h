@@ -58,7 +58,7 @@ struct rk_io {
     int result;                /* 0 or -errno, valid after completion */
     struct rk_io_batch *batch; /* completion group, set by rk_io_submit() */
     void *member_priv;         /* scratch for the device executing the request */
-    uint64_t member_done;      /* scratch: bytes already transferred (short-I/O resubmission) */
+    uint64_t member_done;      /* scratch of the executing device (file: bytes already done) */
 };
 
 /* Fill *io for one request (op on dev, len bytes at byte offset off, buf NULL unless READ or
@@ -109,7 +109,8 @@ struct rk_dev_ops {
      * thread) has completed with io->result set; it may complete other ios of the same thread
      * meanwhile (nested rounds); with n = 0 it only starts what this thread has prepared, not
      * waiting. No rk_io_complete is called for such ios. Both or neither.
-     * file members: a per-thread io_uring (src/member/file_local.c).
+     * file members: a per-thread io_uring (src/member/file_local.c); SSD device models: the
+     * completion time in io->member_done, one sleep to the latest (src/member/emul.c).
      */
     bool (*start_local)(struct rk_dev *dev, struct rk_io *io);
     void (*wait_local)(struct rk_io *const *ios, int n);
