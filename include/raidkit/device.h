@@ -104,7 +104,9 @@ struct rk_dev_ops {
     /*
      * Optional pair used by rk_io_run only (a round of two or more ios): start_local takes io
      * (validated and counted already) onto an engine of the calling thread and returns true,
-     * or returns false with io untouched (rk_io_run then submits it as usual). wait_local
+     * or returns false with io untouched (rk_io_run then submits it as usual). start_local may
+     * do the data transfer itself, blocking (rk_io_run starts what other engines prepared
+     * before calling it). wait_local
      * returns once every io of ios[0..n) (each taken by this table's start_local on this
      * thread) has completed with io->result set; it may complete other ios of the same thread
      * meanwhile (nested rounds); with n = 0 it only starts what this thread has prepared, not

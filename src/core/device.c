@@ -328,6 +328,11 @@ static int io_start_local(struct rk_io *ios, int n, struct rk_io **local, bool *
             continue; /* the normal path reports the error */
         io->batch = NULL;
         io_account(io);
+        /* An engine may do its part at once (a device model's child I/O): what another engine
+         * prepared before it is started first, so it never waits behind that. */
+        void (*prev)(struct rk_io *const *, int) = nl ? local[nl - 1]->dev->ops->wait_local : NULL;
+        if (prev && prev != io->dev->ops->wait_local)
+            prev(NULL, 0);
         if (io->dev->ops->start_local(io->dev, io)) {
             taken[i] = true;
             local[nl++] = io;

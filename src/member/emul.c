@@ -66,7 +66,8 @@ static struct timespec emul_ts(uint64_t ns)
  * default timer slack of a thread (50 us) let a sleep or a timed wait end anywhere in
  * [deadline, deadline + slack], and on this VM they ended ~60 us late on average, against 8-10
  * us with 1 us of slack (a 2 us SSD-latency error became a 60-90 % one at queue depth 1). Each
- * thread that sleeps for the emulation sets its own slack once (the slack is per thread). */
+ * thread that sleeps for the emulation sets its own slack once (the slack is per thread; threads
+ * it creates afterwards inherit it, which costs them nothing). */
 #define EMUL_SLACK_NS 1000ul
 static __thread bool emul_slack_set;
 

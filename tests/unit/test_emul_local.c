@@ -12,7 +12,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -58,8 +60,11 @@ static struct rk_dev *emul_over_mem(const struct rk_emul_params *p)
 }
 
 /* Run one round of n ios (op on devs[i] at offset off, buffer bufs[i] of BLK bytes, or none);
- * checks that every io succeeded and returns the round's wall time (ns). */
-static uint64_t round_of(struct rk_dev **devs, int n, enum rk_op op, void **bufs, uint64_t off)
+ * checks that every io succeeded, that those in the local mask ran on this thread's engine (never
+ * given to a batch: not through the timer thread) and the others did not, and returns the
+ * round's wall time (ns). */
+static uint64_t round_of(struct rk_dev **devs, int n, enum rk_op op, void **bufs, uint64_t off,
+                         unsigned local)
 {
     struct rk_io io[N];
     struct rk_io_batch b;
@@ -69,8 +74,13 @@ static uint64_t round_of(struct rk_dev **devs, int n, enum rk_op op, void **bufs
     uint64_t t0 = mono_ns();
     assert_int_equal(rk_io_run(&b, io, n), 0);
     uint64_t dt = mono_ns() - t0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         assert_int_equal(io[i].result, 0);
+        if (local & (1u << i))
+            assert_null(io[i].batch);
+        else
+            assert_ptr_equal(io[i].batch, &b);
+    }
     rk_io_batch_destroy(&b);
     return dt;
 }
@@ -88,10 +98,10 @@ static void test_round_on_ssds(void **state)
         memset(w[i], 0x11 * (i + 1), BLK);
     }
     /* Writes, then reads of what they wrote: never before the model's 3 ms. */
-    assert_true(round_of(d, N, RK_OP_WRITE, w, 8192) >= 3000 * US);
+    assert_true(round_of(d, N, RK_OP_WRITE, w, 8192, 7) >= 3000 * US);
     for (int i = 0; i < N; i++)
         assert_int_equal(atomic_load(&d[i]->inflight), 0);
-    assert_true(round_of(d, N, RK_OP_READ, r, 8192) >= 3000 * US);
+    assert_true(round_of(d, N, RK_OP_READ, r, 8192, 7) >= 3000 * US);
     for (int i = 0; i < N; i++) {
         assert_memory_equal(r[i], w[i], BLK);
         assert_int_equal(atomic_load(&d[i]->inflight), 0);
@@ -99,7 +109,7 @@ static void test_round_on_ssds(void **state)
         assert_int_equal(atomic_load(&d[i]->stats.writes), 1);
     }
     /* A flush completes at once (the SSD model has no write cache to drain). */
-    round_of(d, N, RK_OP_FLUSH, NULL, 0);
+    round_of(d, N, RK_OP_FLUSH, NULL, 0, 7);
     /* The thread that slept for the emulation sleeps precisely from now on. */
     assert_int_equal(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0), 1000);
     for (int i = 0; i < N; i++) {
@@ -123,7 +133,7 @@ static void test_round_keeps_queueing(void **state)
         w[i] = rk_buf_alloc(BLK);
         memset(w[i], 0x5a, BLK);
     }
-    assert_true(round_of(d, N, RK_OP_WRITE, w, 0) >= 5000 * US);
+    assert_true(round_of(d, N, RK_OP_WRITE, w, 0, 7) >= 5000 * US);
     assert_int_equal(atomic_load(&one->stats.writes), N);
     assert_int_equal(atomic_load(&one->inflight), 0);
     rk_dev_close(one);
@@ -145,14 +155,66 @@ static void test_round_mixed_with_hdd(void **state)
         r[i] = rk_buf_alloc(BLK);
         memset(w[i], 0xa0 + i, BLK);
     }
-    assert_true(round_of(d, N, RK_OP_WRITE, w, 4096) >= 3000 * US);
-    assert_true(round_of(d, N, RK_OP_READ, r, 4096) >= 3000 * US);
+    assert_true(round_of(d, N, RK_OP_WRITE, w, 4096, 5) >= 3000 * US);
+    assert_true(round_of(d, N, RK_OP_READ, r, 4096, 5) >= 3000 * US);
     for (int i = 0; i < N; i++) {
         assert_memory_equal(r[i], w[i], BLK);
         assert_int_equal(atomic_load(&d[i]->inflight), 0);
         rk_dev_close(d[i]);
         free(w[i]);
         free(r[i]);
+    }
+}
+
+/* While a round sleeps to its model time, each of its ios counts in its device's in-flight gauge
+ * (raid1/10 reads go to the least busy member by it). A 200 ms latency leaves a wide margin. */
+struct bg_round {
+    struct rk_dev **d;
+    void **w;
+    atomic_bool done;
+};
+
+static void *bg_round_run(void *arg)
+{
+    struct bg_round *g = arg;
+    round_of(g->d, N, RK_OP_WRITE, g->w, 0, 7);
+    atomic_store(&g->done, true);
+    return NULL;
+}
+
+static void test_round_inflight(void **state)
+{
+    (void)state;
+    struct rk_emul_params p = slow_ssd(100000);
+    p.write_latency_us = 200000;
+    struct rk_dev *d[N];
+    void *w[N];
+    for (int i = 0; i < N; i++) {
+        d[i] = emul_over_mem(&p);
+        w[i] = rk_buf_alloc(BLK);
+        memset(w[i], 0x3c, BLK);
+    }
+    struct bg_round g = {.d = d, .w = w};
+    atomic_init(&g.done, false);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, bg_round_run, &g), 0);
+    bool seen = false;
+    for (int k = 0; k < 150 && !seen; k++) {
+        seen = true;
+        for (int i = 0; i < N; i++)
+            seen = seen && atomic_load(&d[i]->inflight) == 1;
+        if (!seen) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+    }
+    assert_true(seen);
+    assert_false(atomic_load(&g.done));
+    pthread_join(t, NULL);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(atomic_load(&d[i]->inflight), 0);
+        rk_dev_close(d[i]);
+        free(w[i]);
     }
 }
 
@@ -188,9 +250,8 @@ static void test_round_child_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_on_ssds),
-        cmocka_unit_test(test_round_keeps_queueing),
-        cmocka_unit_test(test_round_mixed_with_hdd),
+        cmocka_unit_test(test_round_on_ssds),        cmocka_unit_test(test_round_keeps_queueing),
+        cmocka_unit_test(test_round_mixed_with_hdd), cmocka_unit_test(test_round_inflight),
         cmocka_unit_test(test_round_child_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
