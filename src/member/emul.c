@@ -207,6 +207,16 @@ static int emul_child_io(struct emul_priv *e, enum rk_op op, void *buf, uint64_t
     return r;
 }
 
+/* When an SSD model completes op (len bytes) arriving at now: a flush at once (no write cache
+ * to drain), a discard as a request without transfer. Caller holds e->lock. */
+static uint64_t emul_ssd_done_at(struct emul_priv *e, enum rk_op op, uint64_t len, uint64_t now)
+{
+    if (op == RK_OP_FLUSH)
+        return now;
+    int dir = op == RK_OP_READ ? EMUL_DIR_READ : EMUL_DIR_WRITE;
+    return emul_ssd_submit(&e->m, dir, op == RK_OP_DISCARD ? 0 : len, now);
+}
+
 /* Do the child I/O now, then hand the completion to the model. */
 static void emul_start(struct rk_dev *dev, enum rk_op op, void *buf, uint64_t len, uint64_t off,
                        uint32_t flags, struct emul_ev ev)
@@ -226,7 +236,7 @@ static void emul_start(struct rk_dev *dev, enum rk_op op, void *buf, uint64_t le
             emul_finish(&ev, 0);
             goto out;
         }
-        ev.t = emul_ssd_submit(&e->m, dir, op == RK_OP_DISCARD ? 0 : len, now);
+        ev.t = emul_ssd_done_at(e, op, len, now);
         if (ev.w) {
             /* A synchronous caller sleeps to the known time itself: one wake-up, not two. */
             ev.w->sleep_until = ev.t;
@@ -301,10 +311,9 @@ static bool emul_start_local(struct rk_dev *dev, struct rk_io *io)
         return false;
     int r = emul_child_io(e, io->op, io->buf, io->len, io->off, io->flags);
     uint64_t t = emul_now();
-    if (!r && io->op != RK_OP_FLUSH) { /* failures and flushes complete at once, as emul_start */
-        int dir = io->op == RK_OP_READ ? EMUL_DIR_READ : EMUL_DIR_WRITE;
+    if (!r) { /* failures complete at once, as in emul_start */
         pthread_mutex_lock(&e->lock);
-        t = emul_ssd_submit(&e->m, dir, io->op == RK_OP_DISCARD ? 0 : io->len, t);
+        t = emul_ssd_done_at(e, io->op, io->len, t);
         pthread_mutex_unlock(&e->lock);
     }
     io->result = r;
