@@ -460,11 +460,11 @@ static void ppl_partial(struct r5_req *q, const struct r5_geo *g, const struct r
         if (!(touched & (1u << k)))
             continue;
         uint64_t off = w->a[k] - w->lo, n = w->b[k] - w->a[k];
-        if (pq) /* PQ needs the P scratch too: pp, or the spare block when P is not logged */
-            rk_parity_rmw(2, (int)k, n, pp ? pp + off : r5_blk(q, g->n) + off, pq + off, w->src[k],
-                          q->p->zero);
-        else
+        /* Minus the new data: in GF(2^8) subtracting is adding, P's term is D, Q's g^k·D. */
+        if (pp)
             rk_parity_xor_into(n, pp + off, w->src[k]);
+        if (pq)
+            rk_parity_mul_into((int)k, n, pq + off, w->src[k]);
     }
 }
 

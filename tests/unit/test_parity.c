@@ -445,6 +445,51 @@ static void locate_syndromes(int nd, size_t len, uint8_t **blk, uint8_t *ps, uin
     assert_int_equal(rk_parity_xor_into(len, qs, blk[nd + 1]), 0);
 }
 
+/* One length of test_xor_into: every dst offset 0..7, src offsets 0..7 by ostep. */
+static void xor_into_case(uint8_t *d, uint8_t *s, uint8_t *ref, size_t len, size_t ostep)
+{
+    for (size_t od = 0; od < 8; od++)
+        for (size_t os = 0; os < 8; os += ostep) {
+            for (size_t i = 0; i < len + 8; i++) {
+                d[i] = (uint8_t)rng();
+                s[i] = (uint8_t)rng();
+            }
+            memset(d + od + len, CANARY, GUARD);
+            for (size_t i = 0; i < len; i++)
+                ref[i] = d[od + i] ^ s[os + i];
+            assert_int_equal(rk_parity_xor_into(len, d + od, s + os), 0);
+            for (size_t i = 0; i < len; i++)
+                assert_int_equal(d[od + i], ref[i]);
+            for (size_t i = 0; i < GUARD; i++)
+                assert_int_equal(d[od + len + i], CANARY);
+        }
+    assert_int_equal(rk_parity_xor_into(len, s, s), 0); /* dst == src: zeroes it */
+    for (size_t i = 0; i < len; i++)
+        assert_int_equal(s[i], 0);
+}
+
+/* rk_parity_xor_into against a byte loop: every length 0..300 and some long ones, every pair of
+ * buffer offsets (the 32-byte vector steps, the 8-byte words, the byte tail), dst == src, and
+ * nothing written past len. */
+static void test_xor_into(void **state)
+{
+    (void)state;
+    static const size_t longs[] = {4096, 4096 + 1, MAX_LEN - 3, MAX_LEN};
+    uint8_t *d = malloc(MAX_LEN + 8 + GUARD), *s = malloc(MAX_LEN + 8), *ref = malloc(MAX_LEN);
+    assert_non_null(d);
+    assert_non_null(s);
+    assert_non_null(ref);
+    for (size_t len = 0; len <= 300; len++)
+        xor_into_case(d, s, ref, len, 1);
+    for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++)
+        xor_into_case(d, s, ref, longs[i], 3);
+    assert_int_equal(rk_parity_xor_into(16, NULL, s), -EINVAL);
+    assert_int_equal(rk_parity_xor_into(16, d, NULL), -EINVAL);
+    free(d);
+    free(s);
+    free(ref);
+}
+
 /* rk_parity_locate names the one corrupted block (any data block, P, Q) of stripes of every
  * width, finds nothing in a clean stripe, and refuses to name one when two data blocks differ. */
 static void test_locate(void **state)
@@ -512,7 +557,7 @@ int main(void)
         cmocka_unit_test(test_gen_args),     cmocka_unit_test(test_recover_all_patterns),
         cmocka_unit_test(test_recover_args), cmocka_unit_test(test_rmw),
         cmocka_unit_test(test_cache),        cmocka_unit_test(test_cache_threads),
-        cmocka_unit_test(test_locate),
+        cmocka_unit_test(test_locate),       cmocka_unit_test(test_xor_into),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
