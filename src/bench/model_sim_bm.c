@@ -45,6 +45,7 @@ double sim_bm_init(struct sim *s, const struct run_counts *a, const struct run_c
     for (uint64_t i = 0; i < bm->nreg; i++)
         bm->pass[i] = UINT64_MAX; /* drawn at the first entry */
     bm->ahead_end = UINT64_MAX;
+    bm->refill_at = UINT64_MAX;
     s->bm = bm;
     return (double)(b->bm_sets - a->bm_sets);
 }
@@ -117,10 +118,45 @@ static void sim_bm_draw(struct sim *s, uint64_t i)
     }
 }
 
+/* Set the regions of the look-ahead window from ahead_end on that the trial found clear
+ * (drawn now, as their entry), up to the first set one and at most one window: they take the
+ * generation asked for next (want + 1). Returns how many. */
+static uint64_t sim_bm_window(struct sim *s)
+{
+    struct sim_bm *bm = s->bm;
+    uint64_t want = bm_ahead_regions(bm->region), n = 0, from = bm->ahead_end;
+    for (uint64_t j = from; j < bm->nreg && j < from + want; j++, n++) {
+        sim_bm_draw(s, j);
+        if (bm->gen[j] != 0)
+            break;
+        bm->gen[j] = bm->want + 1; /* pending for a write of this span, not a stream step */
+        bm->ahead_end = j + 1;
+    }
+    /* bitmap.c bm_arm_refill: a write in the window's second half asks for the next one */
+    uint64_t half = want / 2;
+    bm->refill_at = bm->ahead_end < bm->nreg && bm->ahead_end > half && n > 0 ? bm->ahead_end - half
+                                                                              : UINT64_MAX;
+    return n;
+}
+
+/* bitmap.c bm_refill: a stream write in region i >= refill_at has the cleaner set the next
+ * window in an area write of its own; no request waits for it. */
+static void sim_bm_refill(struct sim *s, uint64_t i)
+{
+    struct sim_bm *bm = s->bm;
+    if (i < bm->refill_at || i >= bm->ahead_end || bm->ahead_run < BM_AHEAD_RUN)
+        return;
+    bm->refill_at = UINT64_MAX;
+    if (!sim_bm_window(s))
+        return;
+    bm->want++;
+    if (!bm->writing)
+        sim_bm_write(s);
+}
+
 /* bitmap.c bm_get's stream look-ahead: a sequential stream sets clear region i (not yet in an
  * area write); once BM_AHEAD_RUN regions were set one after the other, the regions ahead that
- * the trial found clear (drawn now, as their entry) are set with it, up to the first set one:
- * they take the generation the caller asks for next (want + 1), as region i does. */
+ * the trial found clear are set with it (sim_bm_window). */
 static void sim_bm_ahead(struct sim *s, uint64_t i)
 {
     struct sim_bm *bm = s->bm;
@@ -130,16 +166,9 @@ static void sim_bm_ahead(struct sim *s, uint64_t i)
         on = bm->gen[j] != 0;
     bm->ahead_run = on ? bm->ahead_run + 1 : 1;
     bm->ahead_end = i + 1;
-    if (bm->ahead_run < BM_AHEAD_RUN)
-        return;
-    uint64_t want = bm_ahead_regions(bm->region);
-    for (uint64_t j = i + 1; j < bm->nreg && j <= i + want; j++) {
-        sim_bm_draw(s, j);
-        if (bm->gen[j] != 0)
-            break;
-        bm->gen[j] = bm->want + 1; /* pending for a write of this span, not a stream step */
-        bm->ahead_end = j + 1;
-    }
+    bm->refill_at = UINT64_MAX;
+    if (bm->ahead_run >= BM_AHEAD_RUN)
+        sim_bm_window(s);
 }
 
 bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
@@ -158,8 +187,11 @@ bool sim_bm_wait(struct sim *s, struct sim_slot *sl)
         clear |= bm->gen[i] == 0;
         pending |= bm->gen[i] > bm->done;
     }
-    if (!clear && !pending)
+    if (!clear && !pending) {
+        if (s->in->seq)
+            sim_bm_refill(s, last);
         return false;
+    }
     /* bitmap.c bm_get: a clear bit is set in the image, a new generation; a bit set by another
      * writer whose area write has not ended is waited for at the generation asked for now. */
     if (clear)

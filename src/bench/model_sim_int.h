@@ -54,6 +54,7 @@ struct sim_bm {
     uint64_t nent;              /* a sequential stream's region entries so far */
     uint64_t ahead_end;         /* bitmap.c's stream look-ahead: one past the last region set */
     uint32_t ahead_run;         /* ... regions set one after the other up to it */
+    uint64_t refill_at;         /* bitmap.c bm_refill: a stream write here sets the next window */
     uint64_t want, done;        /* generations asked for / durable (bitmap.c gen_want, gen_done) */
     uint64_t wgen;              /* the generation of the area write in flight */
     bool writing, ended;        /* an area write in flight / it ended (the loop wakes writers) */

@@ -47,7 +47,8 @@ static uint32_t nbd_errno(int r)
  * mille of its requests of that direction blocked (a voluntary context switch and over
  * NBD_BLOCK_NS of wall time: a member that makes us wait). CPU time, unlike wall time, does not
  * grow when other processes take the cores, so a crowded machine does not flip cheap requests to
- * the pool. One request in NBD_SAMPLE_EVERY is measured (getrusage costs two system calls).
+ * the pool. One request in NBD_SAMPLE_EVERY is measured (getrusage costs two system calls),
+ * chosen by nbd_sampled.
  *
  * Blocking is kept per direction and the bar is low because the costs are lopsided: a request
  * run inline that blocks stalls every later request of the connection for its whole wait (a
@@ -105,13 +106,26 @@ static int nbd_req_run(struct nbd_req *r, struct rk_dev *dev)
     return -EINVAL;
 }
 
+/* Is the connection's n-th execution measured? One in NBD_SAMPLE_EVERY, at no fixed phase: n
+ * times 2^32/phi modulo 2^32 (a Weyl sequence) falls in the bottom 1/NBD_SAMPLE_EVERY of the
+ * range. Every NBD_SAMPLE_EVERY-th request would always measure the same phase of a periodic
+ * stream: 16 KiB sequential writes on a raid6 with 128 KiB stripes, where the write that
+ * completes a gathered stripe waits for the disks and the seven before it do not, were sampled
+ * only at a phase that never waited, so that waiting write ran inline and stalled the
+ * connection's reader for a stripe write-out on an HDD (bench/RESULTS.md, 2026-12-07 "Gathered
+ * sequential writes on an HDD"). */
+static bool nbd_sampled(unsigned n)
+{
+    return (uint32_t)(n * 0x9e3779b9u) < UINT32_MAX / NBD_SAMPLE_EVERY;
+}
+
 /* Run r and reply: from the reader (defer) into its batch, else at once (nbd_reply_send). */
 static void nbd_req_execute_in(struct nbd_req *r, bool defer)
 {
     struct nbd_conn *c = r->conn;
     void (*reply)(struct nbd_req *, uint32_t) = defer ? nbd_reply_defer : nbd_reply_send;
     unsigned n = atomic_fetch_add_explicit(&c->nexec, 1, memory_order_relaxed);
-    if (n % NBD_SAMPLE_EVERY) {
+    if (!nbd_sampled(n)) {
         reply(r, nbd_errno(nbd_req_run(r, c->srv->dev)));
         return;
     }

@@ -151,6 +151,58 @@ static uint32_t bm_ahead(struct raid_bitmap *bm, uint64_t from)
     return n;
 }
 
+/* After the stream's look-ahead window [.., ahead_end) was set (or extended): arm the next
+ * window's area write for the write that ends in its second half. Caller holds bm->lock. */
+static void bm_arm_refill(struct raid_bitmap *bm)
+{
+    uint64_t half = bm_ahead_regions(bm->region) / 2;
+    bool armed =
+        bm->ahead_run >= BM_AHEAD_RUN && bm->ahead_end < bm->nregions && bm->ahead_end > half;
+    atomic_store(&bm->refill_at, armed ? bm->ahead_end - half : UINT64_MAX);
+}
+
+/* Set the stream's next look-ahead window: the bits of the regions from ahead_end on that are
+ * neither durable nor in the image, with a new generation, as bm_get's look-ahead does, marked
+ * BM_SET once durable; on error they stay set in the image only (a set bit is always safe) and
+ * the stream's writes set them as before. Caller holds bm->lock (bm_sync drops it meanwhile). */
+static void bm_refill_locked(struct raid_priv *r)
+{
+    struct raid_bitmap *bm = r->bm;
+    uint64_t from = bm->ahead_end;
+    if (from >= bm->nregions)
+        return;
+    uint32_t na = bm_ahead(bm, from);
+    if (!na)
+        return;
+    bm->ahead_end = from + na;
+    if (bm_sync(r))
+        return;
+    for (uint32_t k = 0; k < na; k++)
+        atomic_fetch_or(&bm->state[from + k], BM_SET);
+    if (bm->ahead_end == from + na)
+        bm_arm_refill(bm);
+}
+
+/* A write of the stream ended in region i >= refill_at: the first such writer disarms
+ * refill_at and has the cleaner thread set the next window (bm_refill_locked), so no request
+ * waits for that area write; without a cleaner it sets it itself. The stream meanwhile goes on
+ * through the half window still set. */
+static void bm_refill(struct raid_priv *r, uint64_t i)
+{
+    struct raid_bitmap *bm = r->bm;
+    pthread_mutex_lock(&bm->lock);
+    if (i >= atomic_load(&bm->refill_at) && i < bm->ahead_end && bm->ahead_run >= BM_AHEAD_RUN) {
+        atomic_store(&bm->refill_at, UINT64_MAX);
+        if (bm->has_cleaner) {
+            bm->refill_req = true;
+            pthread_cond_broadcast(&bm->cond);
+        } else {
+            bm_refill_locked(r);
+        }
+    }
+    pthread_mutex_unlock(&bm->lock);
+}
+
 /* Region i, whose bit a writer sets now, continues the stream that set bits up to ahead_end:
  * it is that region, or every region between is set already (the stream passed them on the
  * fast path, e.g. a look-ahead stopped at a region set before). Caller holds bm->lock. */
@@ -206,6 +258,7 @@ static int bm_get(struct raid_priv *r, uint64_t i)
             bm->ahead_run = bm_stream_goes_on(bm, i) ? bm->ahead_run + 1 : 1;
             na = bm->ahead_run >= BM_AHEAD_RUN ? bm_ahead(bm, i + 1) : 0;
             bm->ahead_end = i + 1 + na;
+            atomic_store(&bm->refill_at, UINT64_MAX); /* armed once durable, below */
         }
         /* A pending waiter never looks ahead (was is true): bits set ahead always come with a
          * new generation (bm_sync), never with one another writer's area write may have copied
@@ -217,6 +270,8 @@ static int bm_get(struct raid_priv *r, uint64_t i)
             atomic_fetch_or(&bm->state[i], BM_SET);
             for (uint32_t k = 1; k <= na; k++)
                 atomic_fetch_or(&bm->state[i + k], BM_SET);
+            if (na && bm->ahead_end == i + 1 + na)
+                bm_arm_refill(bm);
         }
     }
     pthread_mutex_unlock(&bm->lock);
@@ -293,6 +348,8 @@ void raid_bitmap_end(struct raid_priv *r, struct raid_bm_hold *h)
 {
     for (uint64_t i = h->first; i <= h->last; i++)
         bm_put(r->bm, i);
+    if (h->first <= h->last && h->last >= atomic_load(&r->bm->refill_at))
+        bm_refill(r, h->last);
 }
 
 bool raid_bitmap_unsynced(struct raid_priv *r, uint64_t member_off, uint64_t len)
@@ -438,7 +495,16 @@ static void *bm_cleaner(void *arg)
         uint64_t ns = (uint64_t)ts.tv_nsec + bm->tick_ms * 1000000ull;
         ts.tv_sec += (time_t)(ns / 1000000000ull);
         ts.tv_nsec = (long)(ns % 1000000000ull);
-        pthread_cond_timedwait(&bm->cond, &bm->lock, &ts);
+        /* Until the tick: a stream's look-ahead refills (bm_refill) as they are asked for. */
+        while (!bm->stop) {
+            if (bm->refill_req) {
+                bm->refill_req = false;
+                bm_refill_locked(r);
+                continue;
+            }
+            if (pthread_cond_timedwait(&bm->cond, &bm->lock, &ts) == ETIMEDOUT)
+                break;
+        }
         if (bm->stop)
             break;
         pthread_mutex_unlock(&bm->lock);
@@ -571,6 +637,7 @@ int rk_raid_bitmap_attach(struct rk_dev *raid, const struct rk_raid_bitmap_opts 
     bm->tick_ms = idle < 2 * BM_TICK_MS_DEFAULT ? (idle + 1) / 2 : BM_TICK_MS_DEFAULT;
     bm->idle_ticks = (uint32_t)((idle + bm->tick_ms - 1) / bm->tick_ms);
     bm->ahead_end = UINT64_MAX; /* no stream yet */
+    atomic_store(&bm->refill_at, UINT64_MAX);
     if (bm->idle_ticks < 2)
         bm->idle_ticks = 2;
     int ret = bm_alloc(bm);

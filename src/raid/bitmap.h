@@ -10,11 +10,14 @@
  * bit is written FUA to every writable member first (bm_sync: one area write at a time, shared
  * by every writer that queued meanwhile). Once writes have set the bits of BM_AHEAD_RUN regions
  * one after the other (a sequential stream), the next one set also sets the bits of the regions
- * ahead of it, up to BM_AHEAD_BYTES of member data, in the same area write: a stream then stops
- * for an area write once per look-ahead window, not at every region. A cleaner thread clears
- * a region's bit once nothing ran in it for the idle time and a flush of the members completed
- * after its last write, and only while every slot is ACTIVE (raid_bitmap_degraded), after the
- * volume recorded the clear's event count (rk_raid_events.bitmap_clearing). That member flush
+ * ahead of it, up to BM_AHEAD_BYTES of member data, in the same area write; and once a write of
+ * the stream ends in the second half of that window, the cleaner thread sets the next window in an
+ * area write of its own (no request waits for it), while the stream goes on through the regions
+ * already set: a stream then stops for an area write only at its start, not once per window (on an
+ * HDD each area write is two seeks, tens of ms with the stream's writes queued). A cleaner thread
+ * clears a region's bit once nothing ran in it for the idle time and a flush of the members
+ * completed after its last write, and only while every slot is ACTIVE (raid_bitmap_degraded), after
+ * the volume recorded the clear's event count (rk_raid_events.bitmap_clearing). That member flush
  * runs inside the level's flush hooks (raid5/6 retire their log entries, as after a client
  * FLUSH); while degraded it still runs, once per idle transition.
  *
@@ -77,6 +80,10 @@ struct raid_bitmap {
     bool img_sets;      /* the image gained a set bit since the last area write began */
     uint64_t ahead_end; /* one past the last region whose bit a write set (or looked ahead to) */
     uint32_t ahead_run; /* regions set in order up to ahead_end: a stream once >= BM_AHEAD_RUN */
+    /* A stream's write that ends in a region >= refill_at sets the next look-ahead window
+     * (bm_refill); UINT64_MAX: none armed. Written under lock, read without it. */
+    _Atomic uint64_t refill_at;
+    bool refill_req; /* the cleaner sets the next window (bm_refill_locked) */
     struct rk_bm_hdr hdr;
     _Atomic uint32_t *state;    /* per region: BM_SET | writes in flight */
     _Atomic uint32_t *last;     /* per region: cleaner tick of the last write start/end */

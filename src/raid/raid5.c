@@ -75,7 +75,7 @@ static int r5_rw(struct raid_priv *r, enum rk_op op, char *buf, uint64_t len, ui
             return r5g_write(r, buf, len, off, flags);
         r5g_drain(r, off, len); /* a write-out error stays recorded for the next flush */
     }
-    bool stream = op == RK_OP_WRITE && r5c_stream(p, off, len, NULL);
+    bool stream = op == RK_OP_WRITE && r5c_stream(p, off, len, NULL, NULL);
     return r5_rw_direct(r, op, buf, len, off, flags, stream);
 }
 

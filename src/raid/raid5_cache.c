@@ -159,13 +159,16 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
     }
 }
 
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end)
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end,
+                uint64_t *ahead_end)
 {
     struct r5_cache *c = &p->cache;
     bool hit = false;
-    uint64_t ne = 0;
+    uint64_t ne = 0, ae = 0;
     if (near_end)
         *near_end = 0;
+    if (ahead_end)
+        *ahead_end = 0;
     if (!c->n)
         return false;
     pthread_mutex_lock(&c->lock);
@@ -174,9 +177,13 @@ bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_en
         hit = hit || e == off;
         if (e && e <= off && off - e <= R5_STREAM_NEAR * len && e > ne)
             ne = e;
+        if (e > off + len && e - off <= R5_STREAM_NEAR * len && (!ae || e < ae))
+            ae = e;
     }
     if (near_end)
         *near_end = ne;
+    if (ahead_end)
+        *ahead_end = ae;
     c->ends[c->endpos++ % R5_STREAM_ENDS] = off + len;
     pthread_mutex_unlock(&c->lock);
     return hit;

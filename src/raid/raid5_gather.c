@@ -10,7 +10,9 @@
  * write (parity from the new data, no reads, no log entry), before it replies. An entry that does
  * not become whole is written out by the gather thread when its hold time ends (hold_ns after its
  * last write, RAIDKIT_RAID5_GATHER_US, default R5G_HOLD_US; at most R5G_HOLD_MAX holds after its
- * first) as ordinary partial-stripe writes.
+ * first) as ordinary partial-stripe writes. No hold ends while a writer waits for a free entry
+ * (r5g_take): the stream is then paced by its write-outs, and the pieces that would complete the
+ * held stripes are behind the waiting writes in the client's queue.
  *
  * What an acknowledged write promises does not change: it is durable after the next FLUSH
  * (the engine's flush drains every entry before it flushes the members, r5g_drain) and at once
@@ -91,6 +93,10 @@ struct r5_gather {
     uint64_t held, held_bytes, out_whole, out_part, out_cause[R5G_CAUSES];
     int err; /* first write-out error since the last whole drain */
     bool stop;
+    /* Writers waiting in r5g_take for an entry a write-out will free. While there are any, the
+     * client's queue is full of writes waiting on the members, and the pieces that would make
+     * the held stripes whole cannot come yet: their holds do not end (r5g_thread renews them). */
+    int takers;
     pthread_t thr;
 };
 
@@ -212,7 +218,9 @@ static struct r5g_ent *r5g_take(struct r5_gather *g, uint64_t row)
                 victim = x;
         }
         if (writing) {
+            g->takers++; /* the stream is paced by write-outs: holds pause (r5g_thread) */
             pthread_cond_wait(&g->cond, &g->lock); /* its end broadcasts */
+            g->takers--;
         } else if (victim) {
             r5g_write_out(g, victim, victim->row, R5G_MEMORY);
             tries++;
@@ -297,13 +305,17 @@ int r5g_write(struct raid_priv *r, const char *buf, uint64_t len, uint64_t off, 
     struct r5_priv *p = r->level_priv;
     struct r5_gather *g = p->gather;
     uint64_t sb = g->sbytes, end = off + len, pos = off, dstart = UINT64_MAX;
-    uint64_t ne;
-    bool stream = r5c_stream(p, off, len, &ne), fua = flags & RK_WRITE_FUA;
-    /* Out of order: a recent write ended a little before off in the same stripe, or in the
-     * previous one when off starts a stripe (a strided pattern across stripes is no stream). */
-    bool near =
-        stream ||
-        (ne && ((ne - 1) / sb == off / sb || (off % sb == 0 && (ne - 1) / sb + 1 == off / sb)));
+    uint64_t ne, ae, row0 = off / sb;
+    bool stream = r5c_stream(p, off, len, &ne, &ae), fua = flags & RK_WRITE_FUA;
+    /* Out of order (requests run on several threads): a recent write ended a little before off
+     * in the same stripe, or at its start (the previous stripe's tail: the pieces before off
+     * are still on their way), or anywhere in the previous stripe when off starts a stripe; or
+     * a later piece of off's stripe came first. A strided pattern across stripes, ending inside
+     * them, is no stream. */
+    bool near = stream ||
+                (ne && ((ne - 1) / sb == row0 || ne == row0 * sb ||
+                        (off % sb == 0 && (ne - 1) / sb + 1 == row0))) ||
+                (ae && (ae - 1) / sb == row0);
     int ret = 0, x;
     if (!near && !atomic_load(&g->nheld))
         return r5_rw_direct(r, RK_OP_WRITE, (char *)buf, len, off, flags, false);
@@ -387,6 +399,8 @@ static void *r5g_thread(void *arg)
             struct r5g_ent *x = &g->e[i];
             if (x->state != R5G_HELD)
                 continue;
+            if (g->takers && x->deadline < now + g->hold_ns)
+                x->deadline = now + g->hold_ns;
             if (x->deadline <= now)
                 due = x;
             else if (x->deadline < next)

@@ -63,7 +63,7 @@
 #define R5_BATCH_IOS (2 * RK_MAX_MEMBERS)
 
 /* Ends of the most recent writes remembered to recognise a sequential stream (raid5_cache.c). */
-#define R5_STREAM_ENDS 8
+#define R5_STREAM_ENDS 32
 /* A write that starts within this many of its own lengths after a recent end is "near" one. */
 #define R5_STREAM_NEAR 8
 
@@ -235,9 +235,12 @@ void r5c_update(struct r5_req *q, const struct r5_geo *g, const struct r5_wwin *
                 uint32_t cv, uint32_t full);
 /* Sequential-stream detection: true when a write starting at array offset off begins where one
  * of the last R5_STREAM_ENDS writes ended; *near_end (may be NULL) gets the latest such end at
- * most R5_STREAM_NEAR * len bytes before off, or 0 (a stream whose requests run out of order on
- * several threads); then (always) remember end = off + len. */
-bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end);
+ * most R5_STREAM_NEAR * len bytes before off, or 0, and *ahead_end (may be NULL) the earliest
+ * one after off + len and at most R5_STREAM_NEAR * len bytes after off, or 0 (a stream whose
+ * requests run out of order on several threads: its later pieces came first); then (always)
+ * remember end = off + len. */
+bool r5c_stream(struct r5_priv *p, uint64_t off, uint64_t len, uint64_t *near_end,
+                uint64_t *ahead_end);
 /*
  * Stream fill (issue 13 "stripe gathering", without holding writes): before a sub-chunk write of
  * a sequential stream into stripe g (stripe lock held, ce its entry, touched the data blocks the

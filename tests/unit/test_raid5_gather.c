@@ -553,13 +553,57 @@ static void test_gather_threads(void **state)
     }
 }
 
+/*
+ * Out of order (a stream's requests run on several NBD threads): every stripe after the first
+ * gets its second 16K piece before its first. The second piece starts one length after the
+ * previous stripe's end, that is at its own stripe's start plus one piece: it is gathered (it
+ * was written directly before, reading the stripe, and its stripe's entry, missing it, ended
+ * with its hold as partial-stripe writes). So each later stripe is one full-stripe write, no
+ * reads, as in order.
+ */
+static void test_gather_out_of_order(void **state)
+{
+    (void)state;
+    unsigned seed = 1709;
+    setenv("RAIDKIT_RAID5_GATHER_US", LONG_HOLD, 1);
+    for (int ci = 0; ci < 2; ci++) {
+        struct arr a;
+        const uint64_t S = 4;
+        arr_open(&a, ci ? RK_LEVEL_RAID6 : RK_LEVEL_RAID5, ci ? 6 : 4, S + 2, false);
+        uint64_t sb = a.nd * CHUNK, per = sb / WR, rb, wb, dr, dw;
+        char *buf = malloc(sb * S), *back = malloc(sb * S);
+        rk_test_fill_rand_r((unsigned char *)buf, sb * S, &seed);
+        for (uint64_t i = 0; i < per; i++) /* stripe 1 in order: the stream starts */
+            assert_int_equal(rk_dev_write(a.raid, buf + i * WR, WR, sb + i * WR, 0), 0);
+        counts(&a, &rb, &wb);
+        for (uint64_t k = 1; k < S; k++)
+            for (uint64_t j = 0; j < per; j++) {
+                uint64_t i = k * per + (j == 0 ? 1 : j == 1 ? 0 : j);
+                assert_int_equal(rk_dev_write(a.raid, buf + i * WR, WR, sb + i * WR, 0), 0);
+            }
+        io_delta(&a, &rb, &wb, &dr, &dw);
+        struct rk_raid_gather_stats gs;
+        assert_int_equal(rk_raid_gather_stats(a.raid, &gs), 0);
+        assert_int_equal(gs.partial_writes, 0);
+        assert_int_equal(dr, 0);
+        assert_int_equal(dw, a.g.members * (S - 1));
+        assert_int_equal(rk_dev_flush(a.raid), 0);
+        assert_int_equal(rk_dev_read(a.raid, back, sb * S, sb), 0);
+        assert_memory_equal(buf, back, sb * S);
+        check_parity(&a);
+        free(buf);
+        free(back);
+        arr_close(&a);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fill_counts),      cmocka_unit_test(test_fill_flush_fua),
         cmocka_unit_test(test_gather_counts),    cmocka_unit_test(test_gather_flush_fua),
         cmocka_unit_test(test_gather_hold_time), cmocka_unit_test(test_gather_others),
-        cmocka_unit_test(test_gather_threads),
+        cmocka_unit_test(test_gather_threads),   cmocka_unit_test(test_gather_out_of_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
