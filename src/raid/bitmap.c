@@ -169,7 +169,9 @@ static void bm_refill_locked(struct raid_priv *r)
 {
     struct raid_bitmap *bm = r->bm;
     uint64_t from = bm->ahead_end;
-    if (from >= bm->nregions)
+    /* Asked for by a stream's write; a random write may have started another "stream" since
+     * (ahead_run 1), and a failure that could not be recorded stops every write to the members. */
+    if (from >= bm->nregions || bm->ahead_run < BM_AHEAD_RUN || atomic_load(&r->writes_stopped))
         return;
     uint32_t na = bm_ahead(bm, from);
     if (!na)

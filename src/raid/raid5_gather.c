@@ -11,8 +11,9 @@
  * not become whole is written out by the gather thread when its hold time ends (hold_ns after its
  * last write, RAIDKIT_RAID5_GATHER_US, default R5G_HOLD_US; at most R5G_HOLD_MAX holds after its
  * first) as ordinary partial-stripe writes. No hold ends while a writer waits for a free entry
- * (r5g_take): the stream is then paced by its write-outs, and the pieces that would complete the
- * held stripes are behind the waiting writes in the client's queue.
+ * (r5g_take), up to R5G_PAUSE_MAX_NS after the entry's first write: the stream is then paced by
+ * its write-outs, and the pieces that would complete the held stripes are behind the waiting
+ * writes in the client's queue.
  *
  * What an acknowledged write promises does not change: it is durable after the next FLUSH
  * (the engine's flush drains every entry before it flushes the members, r5g_drain) and at once
@@ -49,6 +50,10 @@
 #include "raid/raid5_int.h"
 
 enum r5g_state { R5G_FREE, R5G_HELD, R5G_WRITING };
+
+/* How long writers waiting for an entry may keep renewing a held stripe's hold (r5g_thread):
+ * bounds how long held data stays off the members while a stream is paced by its write-outs. */
+#define R5G_PAUSE_MAX_NS 1000000000ull
 
 /* Why an entry was written out (status counters, rk_raid_gather_stats). */
 enum r5g_cause {
@@ -399,7 +404,7 @@ static void *r5g_thread(void *arg)
             struct r5g_ent *x = &g->e[i];
             if (x->state != R5G_HELD)
                 continue;
-            if (g->takers && x->deadline < now + g->hold_ns)
+            if (g->takers && x->deadline < now + g->hold_ns && now - x->first < R5G_PAUSE_MAX_NS)
                 x->deadline = now + g->hold_ns;
             if (x->deadline <= now)
                 due = x;
