@@ -49,7 +49,7 @@ rk_create --level raid1 "${M[0]}" "${M[1]}"
 rk_serve --control "$CTL" "${M[0]}" "${M[1]}"
 rk_stamp 3 0 $SIZE
 mg_fail 1
-mg_replace 1 "${M[2]}" 4
+mg_replace 1 "${M[2]}" 2 # 2 MiB/s: a kill that lands late under load still leaves most to resume
 sleep 3.5
 mg_status
 pos=$(mg_q "s['job']['pos']")
@@ -64,7 +64,7 @@ RK_PID=""
 rk_info_json "${M[0]}" "${M[2]}" >"$T/info.json"
 rk_log "killed at rebuild position $pos"
 # Restart slowly; the rebuild resumes at the checkpoint (> 0), the new member serves no reads.
-rk_serve --control "$CTL" --rebuild-rate 4 "${M[2]}" "${M[0]}"
+rk_serve --control "$CTL" --rebuild-rate 2 "${M[2]}" "${M[0]}"
 grep -q "resuming rebuild at data offset" "$RK_LOG" || rk_fail "no resume in the log"
 mg_status
 start=$(mg_q "s['job']['start']")
@@ -82,8 +82,13 @@ reads0=$(mg_q "s['slots'][1]['io']['reads']") # the superblock read at assembly
 rk_verify 0 $SIZE 3
 read_lba0_100 3
 mg_status
-[ "$(mg_q "s['job']['state']")" = running ] || rk_log "note: the rebuild ended during the reads"
-[ "$(mg_q "s['slots'][1]['io']['reads']")" = "$reads0" ] || rk_fail "the rebuilding member served reads"
+# Once the rebuild ended, the member is active and may serve reads: the check holds only while
+# it still rebuilds (at 2 MiB/s it does, unless a loaded host let the killed run go far).
+if [ "$(mg_q "s['job']['state']")" = running ]; then
+    [ "$(mg_q "s['slots'][1]['io']['reads']")" = "$reads0" ] || rk_fail "the rebuilding member served reads"
+else
+    rk_log "note: the rebuild ended during the reads; the no-reads check needs it running"
+fi
 mg_wait_job 30
 [ "$(mg_slot_state 1)" = active ] || rk_fail "slot 1 not active after the resumed rebuild"
 mg_fail 0
