@@ -72,7 +72,7 @@ mg_status
 event1=$(mg_q "s['event']")
 
 # Two concurrent replaces: the second is refused and its member stays untouched.
-mg_replace 1 "${M[3]}" 4
+mg_replace 1 "${M[3]}" 1 # 1 MiB/s: 16 s, so the rebuild still runs after the refusals on a loaded host
 sum4=$(rk_sums "${M[4]}")
 refused 'rebuild of slot 1 is running' replace --slot 2 --with "${M[4]}" --control "$CTL"
 refused 'rebuild of slot 1 is running' replace --slot 1 --with "${M[4]}" --control "$CTL"
