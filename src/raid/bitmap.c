@@ -161,34 +161,34 @@ static void bm_arm_refill(struct raid_bitmap *bm)
     atomic_store(&bm->refill_at, armed ? bm->ahead_end - half : UINT64_MAX);
 }
 
-/* Set the stream's next look-ahead window: the bits of the regions from ahead_end on that are
- * neither durable nor in the image, with a new generation, as bm_get's look-ahead does, marked
- * BM_SET once durable; on error they stay set in the image only (a set bit is always safe) and
- * the stream's writes set them as before. Caller holds bm->lock (bm_sync drops it meanwhile). */
+/* Regions [from, from + na) set ahead are durable: BM_SET, the next window armed. Holds lock. */
+static void bm_ahead_durable(struct raid_bitmap *bm, uint64_t from, uint32_t na)
+{
+    for (uint32_t k = 0; k < na; k++)
+        atomic_fetch_or(&bm->state[from + k], BM_SET);
+    if (na && bm->ahead_end == from + na)
+        bm_arm_refill(bm);
+}
+
+/* Set the stream's next look-ahead window as bm_get's look-ahead does (a new generation; on error
+ * the bits stay in the image only, always safe). Caller holds bm->lock (bm_sync drops it). */
 static void bm_refill_locked(struct raid_priv *r)
 {
     struct raid_bitmap *bm = r->bm;
     uint64_t from = bm->ahead_end;
-    /* Asked for by a stream's write; a random write may have started another "stream" since
-     * (ahead_run 1), and a failure that could not be recorded stops every write to the members. */
+    /* a random write may have reset the stream since; an unrecorded failure stops all writes */
     if (from >= bm->nregions || bm->ahead_run < BM_AHEAD_RUN || atomic_load(&r->writes_stopped))
         return;
     uint32_t na = bm_ahead(bm, from);
     if (!na)
         return;
     bm->ahead_end = from + na;
-    if (bm_sync(r))
-        return;
-    for (uint32_t k = 0; k < na; k++)
-        atomic_fetch_or(&bm->state[from + k], BM_SET);
-    if (bm->ahead_end == from + na)
-        bm_arm_refill(bm);
+    if (!bm_sync(r))
+        bm_ahead_durable(bm, from, na);
 }
 
-/* A write of the stream ended in region i >= refill_at: the first such writer disarms
- * refill_at and has the cleaner thread set the next window (bm_refill_locked), so no request
- * waits for that area write; without a cleaner it sets it itself. The stream meanwhile goes on
- * through the half window still set. */
+/* A write of the stream ended in region i >= refill_at: the first such writer disarms it and
+ * has the cleaner set the next window (without a cleaner, sets it itself); no request waits. */
 static void bm_refill(struct raid_priv *r, uint64_t i)
 {
     struct raid_bitmap *bm = r->bm;
@@ -270,10 +270,7 @@ static int bm_get(struct raid_priv *r, uint64_t i)
             atomic_fetch_sub(&bm->state[i], 1);
         } else {
             atomic_fetch_or(&bm->state[i], BM_SET);
-            for (uint32_t k = 1; k <= na; k++)
-                atomic_fetch_or(&bm->state[i + k], BM_SET);
-            if (na && bm->ahead_end == i + 1 + na)
-                bm_arm_refill(bm);
+            bm_ahead_durable(bm, i + 1, na);
         }
     }
     pthread_mutex_unlock(&bm->lock);

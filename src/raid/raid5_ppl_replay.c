@@ -243,24 +243,21 @@ static uint32_t lent_pp(struct r5_req *q, const struct r5_geo *g, const struct p
 {
     uint32_t nd = g->nd;
     char *pb = r5_blk(q, nd), *qb = g->np == 2 ? r5_blk(q, nd + 1) : NULL;
-    char *pw = x->pp ? pb : r5_blk(q, g->n); /* P scratch when only PQ is known */
     bool hq = x->pq && qb;
     if (!x->pp && !hq)
         return 0;
     if (x->pp)
         memcpy(pb + off, x->pp + off, n);
-    else
-        memset(pw + off, 0, n);
     if (hq)
         memcpy(qb + off, x->pq + off, n);
-    for (uint32_t k = 0; k < nd; k++) {
+    for (uint32_t k = 0; k < nd; k++) { /* plus the data: P's term is D, Q's g^k·D */
         if (!(at & (1u << k)))
             continue;
         const char *d = r5_blk(q, k) + off;
-        if (hq)
-            rk_parity_rmw(2, (int)k, n, pw + off, qb + off, q->p->zero, d);
-        else
+        if (x->pp)
             rk_parity_xor_into(n, pb + off, d);
+        if (hq)
+            rk_parity_mul_into((int)k, n, qb + off, d);
     }
     return (x->pp ? 1u << nd : 0) | (hq ? 2u << nd : 0);
 }
